@@ -1,0 +1,49 @@
+"""lakemerge: apply batches of change records to Delta Lake tables, atomically and exactly once."""
+
+from __future__ import annotations
+
+from lakemerge.api import apply, apply_table, changed_records, history, show
+from lakemerge.config.models import FeedConfig, PipelineConfig, SparkSettings, TableConfig
+from lakemerge.config.pipeline_file import load_pipeline
+from lakemerge.config.properties_file import load_properties
+from lakemerge.errors import (
+    AccountingError,
+    ConfigError,
+    ConflictError,
+    InputError,
+    LakemergeError,
+    SchemaError,
+    TableError,
+)
+from lakemerge.results import AppliedFile, BatchMetrics, BatchResult, CommitInfo, TableSummary
+from lakemerge.spark import get_spark
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AccountingError",
+    "AppliedFile",
+    "BatchMetrics",
+    "BatchResult",
+    "CommitInfo",
+    "ConfigError",
+    "ConflictError",
+    "FeedConfig",
+    "InputError",
+    "LakemergeError",
+    "PipelineConfig",
+    "SchemaError",
+    "SparkSettings",
+    "TableConfig",
+    "TableError",
+    "TableSummary",
+    "__version__",
+    "apply",
+    "apply_table",
+    "changed_records",
+    "get_spark",
+    "history",
+    "load_pipeline",
+    "load_properties",
+    "show",
+]

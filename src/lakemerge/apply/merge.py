@@ -1,0 +1,74 @@
+"""Write the classified changes to the Delta table in exactly one commit.
+
+- No table yet: the inserts are written as the table's first commit (partitioned as configured).
+- A batch with nothing to write makes a metadata-only commit, so that its record exists.
+- Otherwise one Delta MERGE on the key. Its clauses re-check the sequence against the stored row
+  so that a row changed since classification is never overwritten by an older change.
+  New feed columns are added to the table (schema evolution); table columns missing from the feed
+  keep their stored values on update and are null on insert.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from lakemerge.apply.classify import WRITES, Outcome, newer_or_equal
+from lakemerge.config.models import TableConfig
+from lakemerge.feeds import columns as C
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+def write_changes(
+    spark: SparkSession,
+    table: TableConfig,
+    classified: DataFrame,
+    *,
+    data_columns: Sequence[str],
+    exists: bool,
+    writes: int,
+    batch_id: str,
+) -> None:
+    """Commit the ``insert``/``update``/``delete`` rows of ``classified`` to ``table.path``.
+
+    ``writes`` is how many rows the batch writes. When it is zero on an existing table (every
+    change late, or deletes of absent keys), Delta would make no commit at all; a metadata-only
+    commit then records the batch, so its files are never applied again.
+    """
+    from pyspark.sql import functions as F
+
+    if not exists:
+        inserts = classified.filter(F.col(C.OUTCOME) == Outcome.INSERT.value).select(
+            *[F.col(f"`{c}`") for c in data_columns]
+        )
+        writer = inserts.write.format("delta").mode("append")
+        if table.partition_by:
+            writer = writer.partitionBy(*table.partition_by)
+        writer.save(table.path)
+        return
+
+    if writes == 0:
+        quoted = table.path.replace("`", "``")
+        spark.sql(f"ALTER TABLE delta.`{quoted}` SET TBLPROPERTIES ('lakemerge.batch' = '{batch_id}')")
+        return
+
+    from delta.tables import DeltaTable
+
+    source = classified.filter(F.col(C.OUTCOME).isin([o.value for o in WRITES])).select(
+        *[F.col(f"`{c}`") for c in data_columns], F.col(C.OP)
+    )
+    on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in table.key)
+    fresh = newer_or_equal("s", "t", table.sequence_columns)
+    assignments = {f"`{c}`": f"s.`{c}`" for c in data_columns}
+    (
+        DeltaTable.forPath(spark, table.path)
+        .alias("t")
+        .merge(source.alias("s"), on)
+        .withSchemaEvolution()
+        .whenMatchedDelete(condition=f"s.{C.OP} = 'D' AND {fresh}")
+        .whenMatchedUpdate(condition=f"s.{C.OP} = 'U' AND {fresh}", set=assignments)
+        .whenNotMatchedInsert(condition=f"s.{C.OP} = 'U'", values=assignments)
+        .execute()
+    )

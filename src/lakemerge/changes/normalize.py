@@ -1,0 +1,176 @@
+"""Turn raw feed rows into change records: typed columns, one operation, one sequence, and the
+reason a row is bad (or null).
+
+Nothing is dropped here: a bad row keeps its place with ``_lm_error`` set, so that the batch can
+report it with its file and row (and, later, quarantine it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lakemerge.config.models import FILE_SEQUENCE_COLUMN, TableConfig
+from lakemerge.errors import ConfigError, InputError
+from lakemerge.feeds import columns as C
+from lakemerge.feeds.files import FeedFile
+from lakemerge.feeds.readers import RawFeed
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+_GENERATED = re.compile(r"^c(\d+)$")
+_DELIMITED = ("csv", "text")
+
+
+@dataclass(frozen=True)
+class ChangeSet:
+    """Change records of one batch.
+
+    Attributes:
+        frame: data columns (typed; without the op column) plus ``_lm_op`` (``U``/``D``),
+            ``_lm_error`` and the provenance columns of :mod:`lakemerge.feeds.readers`.
+        data_columns: the columns destined for the table, in feed order (key, sequence and
+            partition columns included; ``_lm_sequence`` included when derived from file names).
+        header_lines: lines before the first record of each file.
+    """
+
+    frame: DataFrame
+    data_columns: tuple[str, ...]
+    header_lines: int
+
+
+def normalize(spark: SparkSession, table: TableConfig, raw: RawFeed, files: Sequence[FeedFile]) -> ChangeSet:
+    """Type the raw rows, derive operation and sequence, and flag bad rows.
+
+    Raises:
+        InputError: a configured column (key, sequence, op, partition) is not in the feed.
+        ConfigError: a configured type is not a Spark SQL type.
+    """
+    from pyspark.sql import functions as F
+
+    feed = table.feed
+    _check_columns_exist(table, raw, files)
+    frame = raw.frame
+    errors: list[tuple[Column, Column]] = [(F.col(C.MALFORMED).isNotNull(), F.col(C.MALFORMED))]
+
+    # Types: delimited formats read strings; cast them, and any column with a configured type.
+    targets = dict(_ddl_types(feed.schema_ddl) if feed.schema_ddl and feed.format in _DELIMITED else {})
+    targets.update(feed.types)
+    casts: dict[str, Column] = {}
+    for name, type_name in targets.items():
+        if name not in raw.columns:
+            continue
+        _check_type(spark, type_name, name)
+        cast = F.col(f"`{name}`").try_cast(type_name)
+        errors.append((
+            F.col(f"`{name}`").isNotNull() & cast.isNull(),
+            F.format_string(f"cannot convert column '{name}' value '%s' to {type_name}", F.col(f"`{name}`")),
+        ))
+        casts[name] = cast
+
+    # Key and sequence must be present.
+    for name in table.key:
+        errors.append((F.col(f"`{name}`").isNull(), F.lit(f"null key column '{name}'")))
+    for name in table.sequence:
+        errors.append((F.col(f"`{name}`").isNull(), F.lit(f"null sequence column '{name}'")))
+
+    # Operation.
+    delete_files = [i for i, f in enumerate(files) if f.is_delete_file(feed.delete_file_prefix)]
+    in_delete_file = F.col(C.FILE).isin(delete_files) if delete_files else F.lit(False)
+    op: Column = F.lit("U")
+    if feed.op_column:
+        fold = (lambda c: F.lower(c)) if feed.op_codes_ignore_case else (lambda c: c)
+        norm = (lambda s: s.lower()) if feed.op_codes_ignore_case else (lambda s: s)
+        code = fold(F.col(f"`{feed.op_column}`").cast("string"))
+        deletes = [norm(c) for c in feed.delete_codes]
+        upserts = [norm(c) for c in feed.upsert_codes]
+        op = F.when(code.isin(deletes), F.lit("D")).when(code.isNotNull(), F.lit("U"))
+        if upserts:
+            op = F.when(code.isin(deletes), F.lit("D")).when(code.isin(upserts), F.lit("U"))
+            errors.append((code.isNotNull() & ~code.isin(*deletes, *upserts),
+                           F.format_string("unknown op code '%s'", F.col(f"`{feed.op_column}`").cast("string"))))
+        errors.append((code.isNull() & ~in_delete_file, F.lit(f"null op code in column '{feed.op_column}'")))
+    op = F.when(in_delete_file, F.lit("D")).otherwise(op)
+
+    error: Column = F.lit(None).cast("string")
+    for condition, reason in reversed(errors):
+        error = F.when(condition, reason).otherwise(error)
+
+    data_columns = [c for c in raw.columns if c != feed.op_column]
+    selected = [casts.get(c, F.col(f"`{c}`")).alias(c) for c in data_columns]
+    if not table.sequence:
+        numbers = F.create_map(*[x for i, f in enumerate(files) for x in (F.lit(i), F.lit(f.name_number))])
+        selected.append(numbers[F.col(C.FILE)].cast("long").alias(FILE_SEQUENCE_COLUMN))
+        data_columns.append(FILE_SEQUENCE_COLUMN)
+    frame = frame.select(
+        *selected, op.alias(C.OP), error.alias(C.ERROR), C.FILE, C.BLOCK, C.ROW_ID, C.RAW,
+    )
+    return ChangeSet(frame=frame, data_columns=tuple(data_columns), header_lines=raw.header_lines)
+
+
+def _check_columns_exist(table: TableConfig, raw: RawFeed, files: Sequence[FeedFile]) -> None:
+    feed = table.feed
+    wanted = [("key", c) for c in table.key] + [("sequence", c) for c in table.sequence]
+    wanted += [("partition_by", c) for c in table.partition_by]
+    if feed.op_column:
+        wanted.append(("op_column", feed.op_column))
+    for role, name in wanted:
+        if name in raw.columns:
+            continue
+        generated = _GENERATED.match(name)
+        if generated and not feed.columns and not feed.header and not feed.schema_ddl:
+            raise InputError(
+                f"the {role} refers to field ordinal {generated.group(1)}, but records have "
+                f"{len(raw.columns)} fields (ordinals 0 to {len(raw.columns) - 1})",
+                path=files[0].path,
+            )
+        raise InputError(
+            f"{role} column '{name}' is not in the feed's columns ({', '.join(raw.columns)})", path=files[0].path
+        )
+
+
+def _ddl_types(ddl: str) -> dict[str, str]:
+    from pyspark.sql.types import StructType
+
+    return {f.name: f.dataType.simpleString() for f in StructType.fromDDL(ddl).fields}
+
+
+def _check_type(spark: SparkSession, type_name: str, column: str) -> None:
+    from pyspark.sql.types import _parse_datatype_string
+
+    try:
+        _parse_datatype_string(type_name)
+    except Exception:
+        raise ConfigError(f"'{type_name}' is not a Spark SQL type", key=f"feed.types.{column}") from None
+
+
+def first_bad_row(changes: ChangeSet, files: Sequence[FeedFile], bad_count: int) -> InputError:
+    """Build the error for a batch holding ``bad_count`` bad rows, naming the first one's file and
+    row. Two small actions; only called when the batch is already known to be bad."""
+    from pyspark.sql import functions as F
+
+    frame = changes.frame
+    first = (
+        frame.filter(F.col(C.ERROR).isNotNull())
+        .orderBy(C.FILE, C.BLOCK, C.ROW_ID)
+        .select(C.FILE, C.BLOCK, C.ROW_ID, C.RAW, C.ERROR)
+        .limit(1)
+        .collect()[0]
+    )
+    file_index, block, row_id, raw, reason = first
+    before = frame.filter(
+        (F.col(C.FILE) == file_index)
+        & ((F.col(C.BLOCK) < block) | ((F.col(C.BLOCK) == block) & (F.col(C.ROW_ID) < row_id)))
+    ).count()
+    row = before + 1 + changes.header_lines
+    message = str(reason)
+    if raw is not None:
+        shown = raw if len(raw) <= 120 else raw[:117] + "..."
+        message += f" (record: {shown!r})"
+    if bad_count > 1:
+        message += f"; {bad_count - 1} more bad row{'s' if bad_count > 2 else ''} in the batch"
+    message += "; nothing was applied"
+    return InputError(message, path=files[int(file_index)].path, row=row)

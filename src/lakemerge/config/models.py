@@ -1,0 +1,240 @@
+"""Pydantic models for everything a pipeline can configure.
+
+The models are frozen: a configuration is a value, built once (from TOML, from a chombo
+``.properties`` file, or in Python) and passed down the data's path unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+FeedFormat = Literal["csv", "text", "json", "parquet"]
+FileOrder = Literal["name", "name_number"]
+
+#: Name of the column holding the sequence when the feed has no ordering field and lakemerge
+#: derives it from the number at the end of each file's name. Stored so later batches can compare.
+FILE_SEQUENCE_COLUMN = "_lm_sequence"
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SparkSettings(_Model):
+    """How lakemerge starts (or joins) Spark.
+
+    Attributes:
+        master: Spark master URL; ``local[*]`` runs embedded on this machine.
+        app_name: the application name shown by Spark.
+        conf: extra Spark settings, passed through unchanged (``spark.executor.memory`` ...).
+        packages: extra Maven coordinates added to ``spark.jars.packages`` beside Delta's.
+        log_file: where Spark's own log goes; ``None`` picks a file under the temp directory.
+    """
+
+    master: str = "local[*]"
+    app_name: str = "lakemerge"
+    conf: dict[str, str] = Field(default_factory=dict)
+    packages: tuple[str, ...] = ()
+    log_file: str | None = None
+
+    @field_validator("conf", mode="before")
+    @classmethod
+    def _stringify(cls, value: object) -> object:
+        if isinstance(value, dict):
+            return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
+        return value
+
+
+class FeedConfig(_Model):
+    """Where a table's change records come from and how to read them.
+
+    Attributes:
+        location: files or directories (local paths or Hadoop URIs) holding change files.
+        format: ``csv`` (quoted, single-character delimiter), ``text`` (lines split by a regular
+            expression, as chombo does), ``json`` (JSON lines) or ``parquet``.
+        header: whether delimited files start with a header line naming the columns.
+        delimiter: the field delimiter of ``csv`` files.
+        delimiter_regex: the regular expression splitting ``text`` lines.
+        schema_ddl: column names and types as a Spark DDL string (``id STRING, price INT``);
+            for headerless files it names the columns by position.
+        columns: names for headerless columns by position, all read as strings unless
+            ``schema_ddl`` says otherwise. Without either, columns are named ``c0``, ``c1``, ...
+        types: Spark SQL types for named columns (``{ price = "int" }``), cast after reading.
+        op_column: column holding the operation code; it is never stored in the table.
+        delete_codes: op codes meaning delete.
+        upsert_codes: op codes meaning insert/update. Empty: every code that is not a delete code
+            is an upsert (chombo's rule). Non-empty: any other code is an error.
+        op_codes_ignore_case: compare op codes ignoring case.
+        delete_file_prefix: every row of a file whose name starts with this prefix is a delete.
+        file_order: how files are ordered for tie-breaking: by ``name``, or by the number after
+            the last ``_`` in the name (``name_number``, seed 000's convention).
+        null_value: the string read as null in delimited files.
+    """
+
+    location: tuple[str, ...]
+    format: FeedFormat = "csv"
+    header: bool = False
+    delimiter: str = ","
+    delimiter_regex: str = ","
+    schema_ddl: str | None = Field(default=None, alias="schema")
+    columns: tuple[str, ...] = ()
+    types: dict[str, str] = Field(default_factory=dict)
+    op_column: str | None = None
+    delete_codes: tuple[str, ...] = ("D",)
+    upsert_codes: tuple[str, ...] = ()
+    op_codes_ignore_case: bool = False
+    delete_file_prefix: str | None = None
+    file_order: FileOrder = "name"
+    null_value: str | None = None
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @field_validator("location", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: object) -> object:
+        return (value,) if isinstance(value, str) else value
+
+    @field_validator("location")
+    @classmethod
+    def _non_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value or any(not v.strip() for v in value):
+            raise ValueError("needs at least one non-empty path")
+        return value
+
+    @field_validator("delimiter")
+    @classmethod
+    def _single_char(cls, value: str) -> str:
+        if len(value) != 1:
+            raise ValueError(f"must be exactly one character, got {value!r}")
+        return value
+
+    @field_validator("delimiter_regex")
+    @classmethod
+    def _valid_regex(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"is not a valid regular expression: {exc}") from exc
+        return value
+
+    @field_validator("delete_codes")
+    @classmethod
+    def _some_delete_code(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("needs at least one code")
+        return value
+
+    @model_validator(mode="after")
+    def _codes_disjoint(self) -> FeedConfig:
+        fold = (lambda s: s.lower()) if self.op_codes_ignore_case else (lambda s: s)
+        both = {fold(c) for c in self.delete_codes} & {fold(c) for c in self.upsert_codes}
+        if both:
+            raise ValueError(f"op codes {sorted(both)} are both delete_codes and upsert_codes")
+        if self.columns and self.header:
+            raise ValueError("'columns' names headerless columns; it cannot be combined with header = true")
+        return self
+
+
+class TableConfig(_Model):
+    """One Delta table maintained by lakemerge, and its feed.
+
+    Attributes:
+        name: the table's name in the pipeline.
+        path: where the Delta table lives (local path or Hadoop URI).
+        key: the column(s) identifying a record.
+        sequence: the column(s) ordering versions of a record, compared left to right. Empty:
+            the number after the last ``_`` in each file's name is the sequence, stored in the
+            ``_lm_sequence`` column so later batches compare against it.
+        partition_by: partition columns of the table (used when lakemerge creates it).
+        feed: where the changes come from.
+    """
+
+    name: str
+    path: str
+    key: tuple[str, ...]
+    sequence: tuple[str, ...] = ()
+    partition_by: tuple[str, ...] = ()
+    feed: FeedConfig
+
+    @field_validator("key", "sequence", "partition_by", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: object) -> object:
+        return (value,) if isinstance(value, str) else value
+
+    @field_validator("key")
+    @classmethod
+    def _some_key(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("needs at least one key column")
+        return value
+
+    @model_validator(mode="after")
+    def _columns_consistent(self) -> TableConfig:
+        for group in ("key", "sequence", "partition_by"):
+            cols: tuple[str, ...] = getattr(self, group)
+            dupes = sorted({c for c in cols if cols.count(c) > 1})
+            if dupes:
+                raise ValueError(f"'{group}' lists {dupes} more than once")
+        overlap = set(self.key) & set(self.sequence)
+        if overlap:
+            raise ValueError(f"columns {sorted(overlap)} cannot be both key and sequence")
+        if self.feed.op_column and self.feed.op_column in (*self.key, *self.sequence, *self.partition_by):
+            raise ValueError(f"op_column '{self.feed.op_column}' cannot also be a key, sequence or partition column")
+        if not self.sequence and self.feed.file_order != "name_number":
+            raise ValueError(
+                "with no 'sequence' columns, the file name's trailing number orders changes: "
+                "set feed.file_order = \"name_number\" or name the sequence column(s)"
+            )
+        return self
+
+    @property
+    def sequence_columns(self) -> tuple[str, ...]:
+        """The columns stored in the table that order versions of a record."""
+        return self.sequence or (FILE_SEQUENCE_COLUMN,)
+
+
+class PipelineConfig(_Model):
+    """A whole pipeline file: Spark settings, then the tables."""
+
+    spark: SparkSettings = Field(default_factory=SparkSettings)
+    tables: dict[str, TableConfig]
+    source: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _name_tables(cls, data: object) -> object:
+        if isinstance(data, dict) and isinstance(data.get("tables"), dict):
+            tables = {}
+            for name, table in data["tables"].items():
+                if isinstance(table, dict):
+                    table = {"name": name, **table}
+                tables[name] = table
+            data = {**data, "tables": tables}
+        return data
+
+    @field_validator("tables")
+    @classmethod
+    def _some_table(cls, value: dict[str, TableConfig]) -> dict[str, TableConfig]:
+        if not value:
+            raise ValueError("the pipeline defines no table: add a [tables.NAME] section")
+        for name in value:
+            if not _IDENTIFIER.match(name):
+                raise ValueError(f"table name {name!r} must be letters, digits and underscores")
+        return value
+
+    def table(self, name: str) -> TableConfig:
+        """Return the table called ``name``, or raise a ConfigError listing the known ones."""
+        from lakemerge.errors import ConfigError
+
+        try:
+            return self.tables[name]
+        except KeyError:
+            raise ConfigError(
+                f"no table named '{name}'; the pipeline has: {', '.join(sorted(self.tables))}",
+                key="tables", source=self.source,
+            ) from None

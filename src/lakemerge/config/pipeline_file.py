@@ -1,0 +1,81 @@
+"""Read a pipeline TOML file into a :class:`PipelineConfig`.
+
+Layout::
+
+    [spark]                      # optional
+    master = "local[*]"
+    conf = { "spark.sql.shuffle.partitions" = "4" }
+
+    [tables.products]
+    path = "lake/products"       # relative paths are relative to this file
+    key = ["product_id"]
+    sequence = ["updated_at"]
+    partition_by = ["category"]
+
+    [tables.products.feed]
+    location = "landing/products"
+    format = "csv"
+    header = true
+    op_column = "op"
+    delete_codes = ["D"]
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from lakemerge.config.loading import is_uri, validate
+from lakemerge.config.models import PipelineConfig
+from lakemerge.errors import ConfigError
+
+
+def load_pipeline(path: str | os.PathLike[str]) -> PipelineConfig:
+    """Parse and validate a pipeline file.
+
+    Raises:
+        ConfigError: the file is missing, is not valid TOML, or a key is wrong (the message
+            names the key, e.g. ``tables.products.feed.format``).
+    """
+    file = Path(path)
+    source = str(file)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError("pipeline file does not exist", source=source) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read pipeline file: {exc}", source=source) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"not valid TOML: {exc}", source=source) from None
+    _resolve_paths(data, file.resolve().parent)
+    data["source"] = source
+    return validate(PipelineConfig, data, source=source)
+
+
+def _resolve_paths(data: dict[str, Any], base: Path) -> None:
+    """Make relative table and feed paths relative to the pipeline file's folder."""
+    tables = data.get("tables")
+    if not isinstance(tables, dict):
+        return
+    for table in tables.values():
+        if not isinstance(table, dict):
+            continue
+        if isinstance(table.get("path"), str):
+            table["path"] = _absolute(table["path"], base)
+        feed = table.get("feed")
+        if isinstance(feed, dict):
+            loc = feed.get("location")
+            if isinstance(loc, str):
+                feed["location"] = _absolute(loc, base)
+            elif isinstance(loc, list):
+                feed["location"] = [_absolute(p, base) if isinstance(p, str) else p for p in loc]
+
+
+def _absolute(path: str, base: Path) -> str:
+    if not path or is_uri(path) or os.path.isabs(path):
+        return path
+    return str(base / path)

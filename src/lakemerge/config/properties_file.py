@@ -1,0 +1,184 @@
+"""Read a chombo ``RecordSetBulkMutator`` properties file unchanged (seed 000).
+
+Keys are read with or without chombo's ``rsbm.`` prefix:
+
+==================================  ============================================================
+``id.field.ordinals``               comma list of 0-based field ordinals forming the key
+``temporal.ordering.field.ordinal`` ordinal of the field ordering versions (optional)
+``temporal.ordering.field.numeric`` ``true``: compare that field as a number (default ``true``)
+``op.code.field.ordinal``           ordinal of the op-code field (not stored in the table)
+``deleted.op.code``                 op code meaning delete (default ``D``)
+``deleted.record.file.prefix``      files whose name starts with it hold deletes only
+``field.delim.regex``               regular expression splitting lines (default ``,``)
+==================================  ============================================================
+
+Fields are named ``c0``, ``c1``, ... by ordinal unless the user names them, with the extra key
+``lakemerge.columns`` (comma list of names, by ordinal) or the ``columns`` argument.
+Without an ordering field, the number after the last ``_`` of each file name orders the files.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from lakemerge.config.loading import validate
+from lakemerge.config.models import TableConfig
+from lakemerge.errors import ConfigError
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java ``.properties`` text: ``key=value`` or ``key: value``, ``#``/``!`` comments,
+    backslash line continuations."""
+    result: dict[str, str] = {}
+    logical: list[str] = []
+    for raw in text.splitlines():
+        line = raw.strip() if not logical else raw.lstrip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            logical.append(line[:-1])
+            continue
+        logical.append(line)
+        entry = "".join(logical)
+        logical = []
+        cut = min((i for i in (entry.find("="), entry.find(":")) if i >= 0), default=-1)
+        if cut < 0:
+            key, value = entry.strip(), ""
+        else:
+            key, value = entry[:cut].strip(), entry[cut + 1 :].strip()
+        result[key] = value
+    return result
+
+
+def load_properties(
+    path: str | os.PathLike[str],
+    *,
+    table_path: str,
+    inputs: Sequence[str],
+    name: str = "table",
+    columns: Sequence[str] = (),
+    types: dict[str, str] | None = None,
+) -> TableConfig:
+    """Build a TableConfig from a chombo properties file.
+
+    Args:
+        path: the ``.properties`` file.
+        table_path: where the Delta table lives.
+        inputs: change files or directories.
+        name: the table's name in results and logs.
+        columns: names for the fields by ordinal (overrides ``lakemerge.columns``).
+        types: Spark SQL types per column name, cast after reading.
+
+    Raises:
+        ConfigError: naming the properties file and key at fault.
+    """
+    source = str(path)
+    try:
+        props = parse_properties(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError("properties file does not exist", source=source) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read properties file: {exc}", source=source) from None
+    return table_from_properties(
+        props, source=source, table_path=table_path, inputs=inputs, name=name, columns=columns, types=types
+    )
+
+
+def table_from_properties(
+    props: dict[str, str],
+    *,
+    source: str | None,
+    table_path: str,
+    inputs: Sequence[str],
+    name: str = "table",
+    columns: Sequence[str] = (),
+    types: dict[str, str] | None = None,
+) -> TableConfig:
+    """Map chombo's keys onto a TableConfig (see the module docstring)."""
+
+    def get(key: str) -> tuple[str, str] | None:
+        for full in (f"rsbm.{key}", key):
+            if full in props and props[full] != "":
+                return full, props[full]
+        return None
+
+    def ordinal(key: str, text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise ConfigError(f"must be a field ordinal (0, 1, 2, ...), got {text!r}", key=key, source=source) from None
+        if value < 0:
+            raise ConfigError(f"must be 0 or more, got {value}", key=key, source=source)
+        return value
+
+    names = list(columns)
+    if not names and (named := get("lakemerge.columns")):
+        names = [c.strip() for c in named[1].split(",")]
+
+    def column(key: str, index: int) -> str:
+        if not names:
+            return f"c{index}"
+        if index >= len(names):
+            raise ConfigError(
+                f"ordinal {index} is beyond the {len(names)} named columns ({', '.join(names)})",
+                key=key, source=source,
+            )
+        return names[index]
+
+    ids = get("id.field.ordinals")
+    if ids is None:
+        raise ConfigError("required key is missing (the key field ordinals, e.g. 0 or 0,2)",
+                          key="id.field.ordinals", source=source)
+    id_key, id_text = ids
+    key_cols = [column(id_key, ordinal(id_key, part)) for part in id_text.split(",") if part.strip()]
+    if not key_cols:
+        raise ConfigError("lists no ordinal", key=id_key, source=source)
+
+    col_types = dict(types or {})
+    sequence: list[str] = []
+    file_order = "name_number"
+    if temporal := get("temporal.ordering.field.ordinal"):
+        seq_col = column(temporal[0], ordinal(*temporal))
+        sequence = [seq_col]
+        file_order = "name"
+        numeric = get("temporal.ordering.field.numeric")
+        flag = numeric[1].strip().lower() if numeric else "true"
+        if flag not in ("true", "false"):
+            raise ConfigError(f"must be true or false, got {flag!r}",
+                              key=numeric[0] if numeric else None, source=source)
+        if flag == "true":
+            col_types.setdefault(seq_col, "bigint")
+
+    op_column = None
+    if op := get("op.code.field.ordinal"):
+        op_column = column(op[0], ordinal(*op))
+    delete_code = (get("deleted.op.code") or ("", "D"))[1].strip()
+    prefix_entry = get("deleted.record.file.prefix")
+    prefix = prefix_entry[1].strip() if prefix_entry else None
+    if op_column is None and not prefix:
+        raise ConfigError(
+            "deletes need either op.code.field.ordinal or deleted.record.file.prefix; set one of them",
+            key="op.code.field.ordinal", source=source,
+        )
+    delim = (get("field.delim.regex") or ("", ","))[1]
+
+    # Other keys are ignored on purpose: chombo's files carry settings of other jobs too.
+    data = {
+        "name": name,
+        "path": table_path,
+        "key": key_cols,
+        "sequence": sequence,
+        "feed": {
+            "location": list(inputs),
+            "format": "text",
+            "delimiter_regex": delim,
+            "columns": names,
+            "types": col_types,
+            "op_column": op_column,
+            "delete_codes": [delete_code],
+            "delete_file_prefix": prefix,
+            "file_order": file_order,
+        },
+    }
+    return validate(TableConfig, data, source=source)

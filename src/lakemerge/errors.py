@@ -1,0 +1,81 @@
+"""The one exception hierarchy of lakemerge.
+
+Every error a user can cause derives from :class:`LakemergeError` and says *where* the problem is:
+a configuration key, a file and row, a table path. The CLI prints ``str(error)`` on one line and
+exits with the error's ``exit_code``.
+"""
+
+from __future__ import annotations
+
+
+class LakemergeError(Exception):
+    """Root of every error lakemerge raises on purpose."""
+
+    exit_code: int = 1
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ConfigError(LakemergeError):
+    """A configuration value is missing, unknown or invalid.
+
+    Attributes:
+        key: dotted path of the offending key (``tables.products.key``), if known.
+        source: the file the configuration came from, if any.
+    """
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, key: str | None = None, source: str | None = None) -> None:
+        where = ", ".join(part for part in (source, f"key '{key}'" if key else None) if part)
+        super().__init__(f"{where}: {message}" if where else message)
+        self.key = key
+        self.source = source
+
+
+class InputError(LakemergeError):
+    """A change file cannot be used: missing, unreadable, or holding bad records.
+
+    Attributes:
+        path: the change file (or input path) concerned.
+        row: 1-based row number inside that file, when one row is to blame.
+    """
+
+    exit_code = 3
+
+    def __init__(self, message: str, *, path: str | None = None, row: int | None = None) -> None:
+        where = path or ""
+        if row is not None:
+            where = f"{where}, row {row}" if where else f"row {row}"
+        super().__init__(f"{where}: {message}" if where else message)
+        self.path = path
+        self.row = row
+
+
+class SchemaError(LakemergeError):
+    """The feed's columns cannot be written to the table (incompatible types, missing keys)."""
+
+    exit_code = 3
+
+
+class TableError(LakemergeError):
+    """The target table is missing or is not a table lakemerge can maintain."""
+
+    exit_code = 2
+
+
+class ConflictError(LakemergeError):
+    """A concurrent writer changed the table and the batch gave up retrying."""
+
+    exit_code = 4
+
+
+class AccountingError(LakemergeError):
+    """Internal check failed: the batch's row counts do not add up. Never committed."""
+
+    exit_code = 1

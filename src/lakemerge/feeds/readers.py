@@ -1,0 +1,236 @@
+"""Read change files of every supported format into one DataFrame with provenance columns.
+
+Each reader returns rows holding the feed's data columns plus:
+
+- ``_lm_file``: the file's index in file order,
+- ``_lm_block`` and ``_lm_rowid``: together they order rows as they stand in their file, whatever
+  way Spark splits big files or packs small ones into one task (a split's start offset, then an
+  id increasing within the task),
+- ``_lm_raw``: the raw record (delimited formats) for error messages,
+- ``_lm_malformed``: why the reader could not parse the row, or null.
+
+Delimited formats read every field as a string; typing happens later so that a value that does
+not convert is reported with its file and row instead of silently becoming null.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lakemerge.config.models import FeedConfig
+from lakemerge.errors import InputError
+from lakemerge.feeds import columns as C
+from lakemerge.feeds.files import FeedFile
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+_CORRUPT = "_lm_corrupt"
+
+
+@dataclass(frozen=True)
+class RawFeed:
+    """Rows read from a batch's files, before typing and validation.
+
+    Attributes:
+        frame: data columns plus the provenance columns described in the module docstring.
+        columns: the data columns, in the feed's order.
+        header_lines: lines before the first record in each file (for row numbers in errors).
+    """
+
+    frame: DataFrame
+    columns: tuple[str, ...]
+    header_lines: int
+
+
+def read_feed(spark: SparkSession, feed: FeedConfig, files: Sequence[FeedFile]) -> RawFeed:
+    """Read ``files`` according to ``feed``; ``files`` must be in file order."""
+    if not files:
+        raise InputError("no change file to read")
+    paths = [f.path for f in files]
+    if feed.format == "csv":
+        raw = _read_csv(spark, feed, paths)
+    elif feed.format == "text":
+        raw = _read_text(spark, feed, paths)
+    elif feed.format == "json":
+        raw = _read_json(spark, feed, paths)
+    else:
+        raw = _read_parquet(spark, paths)
+    for name in raw.columns:
+        if name.startswith(C.RESERVED_PREFIX):
+            raise InputError(f"column '{name}' uses the prefix '{C.RESERVED_PREFIX}' reserved for lakemerge",
+                             path=paths[0])
+    dupes = sorted({c for c in raw.columns if [x.lower() for x in raw.columns].count(c.lower()) > 1})
+    if dupes:
+        raise InputError(f"duplicate column names {dupes}", path=paths[0])
+    return RawFeed(frame=_with_file_index(raw.frame, paths), columns=raw.columns, header_lines=raw.header_lines)
+
+
+def _with_file_index(frame: DataFrame, paths: Sequence[str]) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    index = F.create_map(*[x for i, p in enumerate(paths) for x in (F.lit(p), F.lit(i))])
+    return frame.withColumn(C.FILE, index[F.col("_metadata.file_path")]).drop("_metadata")
+
+
+def _position(frame: DataFrame, *, row_index: bool = False) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    if row_index:
+        return frame.withColumn(C.BLOCK, F.lit(0).cast("long")).withColumn(C.ROW_ID, F.col("_metadata.row_index"))
+    return frame.withColumn(C.BLOCK, F.col("_metadata.file_block_start")).withColumn(
+        C.ROW_ID, F.monotonically_increasing_id()
+    )
+
+
+def _first_line(spark: SparkSession, path: str) -> str | None:
+    """The first non-empty line of one file (a one-row action, used to name columns)."""
+    from pyspark.sql import functions as F
+
+    rows = spark.read.text(path).filter(F.length("value") > 0).limit(1).collect()
+    return str(rows[0][0]) if rows else None
+
+
+def _data_columns(spark: SparkSession, feed: FeedConfig, paths: Sequence[str], count_fields: object) -> list[str]:
+    if feed.schema_ddl:
+        return list(_ddl_names(spark, feed.schema_ddl))
+    if feed.columns:
+        return list(feed.columns)
+    line = None
+    for path in paths:
+        line = _first_line(spark, path)
+        if line is not None:
+            break
+    if line is None:
+        return []
+    assert callable(count_fields)
+    fields: list[str] = count_fields(line)
+    if feed.header:
+        return [f.strip() for f in fields]
+    return [f"c{i}" for i in range(len(fields))]
+
+
+def _ddl_names(spark: SparkSession, ddl: str) -> tuple[str, ...]:
+    from pyspark.sql.types import StructType
+
+    try:
+        schema = StructType.fromDDL(ddl)
+    except Exception as exc:
+        from lakemerge.errors import ConfigError
+
+        raise ConfigError(f"not a valid Spark DDL schema: {str(exc).splitlines()[0]}", key="feed.schema") from None
+    return tuple(f.name for f in schema.fields)
+
+
+@dataclass(frozen=True)
+class _Read:
+    frame: DataFrame
+    columns: tuple[str, ...]
+    header_lines: int
+
+
+def _read_csv(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -> _Read:
+    import csv
+
+    from pyspark.sql import functions as F
+
+    def split(line: str) -> list[str]:
+        return next(csv.reader([line], delimiter=feed.delimiter))
+
+    names = _data_columns(spark, feed, paths, split)
+    if not names:
+        return _empty(spark, paths)
+    schema = ", ".join(f"`{n}` STRING" for n in names) + f", `{_CORRUPT}` STRING"
+    reader = (
+        spark.read.schema(schema)
+        .option("header", feed.header)
+        .option("enforceSchema", True)
+        .option("sep", feed.delimiter)
+        .option("mode", "PERMISSIVE")
+        .option("columnNameOfCorruptRecord", _CORRUPT)
+    )
+    if feed.null_value is not None:
+        reader = reader.option("nullValue", feed.null_value)
+    frame = reader.csv(list(paths))
+    frame = frame.select(
+        *[F.col(f"`{n}`") for n in names],
+        F.col(_CORRUPT).alias(C.RAW),
+        F.when(F.col(_CORRUPT).isNotNull(), F.lit("malformed record: wrong number of fields or bad quoting"))
+        .alias(C.MALFORMED),
+        "_metadata",
+    )
+    frame = _position(frame)
+    return _Read(frame, tuple(names), 1 if feed.header else 0)
+
+
+def _read_text(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -> _Read:
+    import re
+
+    from pyspark.sql import functions as F
+
+    pattern = re.compile(feed.delimiter_regex)
+    names = _data_columns(spark, feed, paths, lambda line: pattern.split(line))
+    if not names:
+        return _empty(spark, paths)
+    text = spark.read.text(list(paths)).select("value", "_metadata")
+    text = _position(text).filter(F.length("value") > 0)
+    fields = F.split(F.col("value"), feed.delimiter_regex, -1)
+    width = len(names)
+    null = F.lit(feed.null_value) if feed.null_value is not None else None
+    cols: list[Column] = []
+    for i, name in enumerate(names):
+        value = fields.getItem(i)
+        if null is not None:
+            value = F.when(value == null, F.lit(None).cast("string")).otherwise(value)
+        cols.append(F.when(F.size(fields) > i, value).alias(name))
+    malformed = F.when(
+        F.size(fields) != width,
+        F.format_string(f"wrong number of fields: expected {width}, found %d", F.size(fields)),
+    )
+    frame = text.select(*cols, F.col("value").alias(C.RAW), malformed.alias(C.MALFORMED),
+                        C.BLOCK, C.ROW_ID, "_metadata")
+    return _Read(frame, tuple(names), 1 if feed.header else 0)
+
+
+def _read_json(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -> _Read:
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    if feed.schema_ddl:
+        schema = StructType.fromDDL(feed.schema_ddl)
+    else:
+        schema = spark.read.option("mode", "PERMISSIVE").json(list(paths)).schema
+    data_fields = [f for f in schema.fields if f.name != "_corrupt_record"]
+    full = StructType([*data_fields, StructField(_CORRUPT, StringType())])
+    frame = (
+        spark.read.schema(full).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", _CORRUPT)
+        .json(list(paths))
+    )
+    names = [f.name for f in data_fields]
+    frame = frame.select(
+        *[F.col(f"`{n}`") for n in names],
+        F.col(_CORRUPT).alias(C.RAW),
+        F.when(F.col(_CORRUPT).isNotNull(), F.lit("malformed JSON record")).alias(C.MALFORMED),
+        "_metadata",
+    )
+    return _Read(_position(frame), tuple(names), 0)
+
+
+def _read_parquet(spark: SparkSession, paths: Sequence[str]) -> _Read:
+    from pyspark.sql import functions as F
+
+    frame = spark.read.parquet(*paths)
+    names = list(frame.columns)
+    frame = frame.select(
+        *[F.col(f"`{n}`") for n in names],
+        F.lit(None).cast("string").alias(C.RAW),
+        F.lit(None).cast("string").alias(C.MALFORMED),
+        "_metadata",
+    )
+    return _Read(_position(frame, row_index=True), tuple(names), 0)
+
+
+def _empty(spark: SparkSession, paths: Sequence[str]) -> _Read:
+    raise InputError("no record in any change file of the batch (files are empty)", path=paths[0])

@@ -1,0 +1,119 @@
+"""Typed results: what every operation returns, and what the CLI prints as text or JSON."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class AppliedFile:
+    """A change file applied by a batch, as recorded in the commit."""
+
+    path: str
+    size: int
+    modified: int
+
+
+@dataclass(frozen=True)
+class BatchMetrics:
+    """Row accounting of one batch.
+
+    ``rows_read = inserted + updated + deleted + late + deletes_absent + superseded + rows_bad``
+    always holds (checked before commit).
+
+    Attributes:
+        rows_read: records read from the batch's files.
+        rows_bad: records that failed validation (the batch fails when any is present).
+        changes: changes left after collapsing to one per key.
+        superseded: records replaced by a later change of the same key within the batch.
+        inserted / updated / deleted: rows the commit inserted, updated, deleted.
+        late: changes older than the stored row, ignored.
+        deletes_absent: deletes of keys the table does not hold (nothing to do).
+    """
+
+    rows_read: int = 0
+    rows_bad: int = 0
+    changes: int = 0
+    superseded: int = 0
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+    late: int = 0
+    deletes_absent: int = 0
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """What applying one batch to one table did.
+
+    Attributes:
+        table: the table's name; ``path`` where it lives.
+        batch_id: unique id of the batch, recorded in the commit.
+        version: the Delta version the batch committed, or ``None`` when there was nothing to apply.
+        created: whether this batch created the table.
+        files: the change files the batch applied.
+        skipped_files: files found but already applied by an earlier batch.
+        metrics: row accounting; ``seconds`` the batch's wall time.
+        files_added / files_removed / bytes_added / bytes_removed: Delta's data-file metrics.
+    """
+
+    table: str
+    path: str
+    batch_id: str
+    version: int | None
+    created: bool
+    files: tuple[AppliedFile, ...]
+    skipped_files: tuple[str, ...]
+    metrics: BatchMetrics
+    seconds: float
+    files_added: int = 0
+    files_removed: int = 0
+    bytes_added: int = 0
+    bytes_removed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready form (the CLI's ``--json`` output)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """One commit of a table's history.
+
+    Attributes:
+        version / timestamp / operation: Delta's own.
+        batch_id, metrics, files: lakemerge's record of the batch, when a batch wrote the commit.
+        operation_metrics: Delta's metrics (files and bytes added and removed, rows, time).
+    """
+
+    version: int
+    timestamp: str
+    operation: str
+    batch_id: str | None = None
+    table: str | None = None
+    metrics: dict[str, int] = field(default_factory=dict)
+    files: tuple[AppliedFile, ...] = ()
+    operation_metrics: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready form."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class TableSummary:
+    """What ``show`` reports: schema, size, latest version and a few rows."""
+
+    path: str
+    version: int
+    schema: tuple[tuple[str, str], ...]
+    partition_by: tuple[str, ...]
+    rows: int
+    files: int
+    bytes: int
+    sample: tuple[dict[str, Any], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready form."""
+        return asdict(self)

@@ -1,0 +1,97 @@
+"""Build the SparkSession lakemerge works in: Delta's jars and extensions, quiet console.
+
+Delta's jars come through ``spark.jars.packages`` and are resolved on the first start (then
+cached by Spark). Spark's console output (dependency resolution, warnings, progress bars) goes to
+a log file unless ``verbose`` is set.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lakemerge.config.models import SparkSettings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+#: The Delta artifact pinned to our PySpark minor version (Spark 4.1, Scala 2.13).
+DELTA_PACKAGE = "io.delta:delta-spark_4.1_2.13:4.4.0"
+
+_DEFAULTS: dict[str, str] = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.databricks.delta.schema.autoMerge.enabled": "false",
+}
+
+
+def default_log_file() -> str:
+    """Where Spark's log goes when the settings name no file."""
+    return os.path.join(tempfile.gettempdir(), f"lakemerge-{os.getuid() if hasattr(os, 'getuid') else 'user'}",
+                        "spark.log")
+
+
+def get_spark(settings: SparkSettings | None = None, *, verbose: bool = False) -> SparkSession:
+    """Return the active SparkSession, or start one configured for Delta.
+
+    An already running session (a notebook's, a test fixture's, a cluster job's) is reused as it
+    is: lakemerge then only checks that Delta's extension is there.
+    """
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    settings = settings or SparkSettings()
+    log_file = settings.log_file or default_log_file()
+    Path(log_file).parent.mkdir(parents=True, exist_ok=True)
+
+    conf = dict(_DEFAULTS)
+    if settings.master.startswith("local"):
+        conf.update({"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "8",
+                     "spark.databricks.delta.snapshotPartitions": "4"})
+    conf.update(settings.conf)
+    packages = [DELTA_PACKAGE, *settings.packages]
+    extra = conf.get("spark.jars.packages")
+    if extra:
+        packages.extend(p.strip() for p in extra.split(",") if p.strip())
+    conf["spark.jars.packages"] = ",".join(dict.fromkeys(packages))
+    if not verbose:
+        log_conf = resources.files("lakemerge.spark").joinpath("log4j2.properties")
+        java_opts = f"-Dlog4j2.configurationFile={log_conf} -Dlakemerge.log.file={log_file}"
+        previous = conf.get("spark.driver.extraJavaOptions")
+        conf["spark.driver.extraJavaOptions"] = f"{previous} {java_opts}" if previous else java_opts
+
+    builder = SparkSession.builder.master(settings.master).appName(settings.app_name)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    if verbose:
+        return builder.getOrCreate()
+    with _stderr_to(log_file):
+        spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+@contextlib.contextmanager
+def _stderr_to(log_file: str) -> Iterator[None]:
+    """Point file descriptor 2 at the log while the JVM starts, so that the JVM (which inherits
+    it) writes its dependency resolution and warnings there, not on the user's terminal."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(log_file, "ab") as log:
+            os.dup2(log.fileno(), 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)

@@ -1,0 +1,158 @@
+"""Delta table I/O that a batch needs: existence, stored schema checks, and the commit record.
+
+Each batch's commit carries, in Delta's ``userMetadata``, a JSON record::
+
+    {"lakemerge": 1, "batch_id": "...", "table": "products",
+     "metrics": {"rows_read": ..., "inserted": ..., ...},
+     "files": [{"path": "file:/...", "size": 123, "modified": 1700000000000}, ...]}
+
+That record is the ledger: files listed in a committed record are never applied again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from lakemerge.errors import InputError, SchemaError, TableError
+from lakemerge.results import AppliedFile
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+_USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+RECORD_VERSION = 1
+
+# Widening casts allowed from the feed's type to the table's (PRODUCT.md §Semantics 7).
+_WIDENS_TO = {
+    "tinyint": {"smallint", "int", "bigint"},
+    "smallint": {"int", "bigint"},
+    "int": {"bigint"},
+    "float": {"double"},
+    "date": {"timestamp"},
+}
+
+
+def table_exists(spark: SparkSession, path: str) -> bool:
+    """True when ``path`` holds a Delta table; an existing non-Delta directory is an error."""
+    from delta.tables import DeltaTable
+
+    if DeltaTable.isDeltaTable(spark, path):
+        return True
+    jvm = spark.sparkContext._jvm
+    hpath = jvm.org.apache.hadoop.fs.Path(path)
+    fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    if fs.exists(hpath) and fs.isFile(hpath):
+        raise TableError(f"{path}: table path is a file, not a Delta table directory")
+    if fs.exists(hpath) and any(
+        not str(s.getPath().getName()).startswith((".", "_")) for s in fs.listStatus(hpath)
+    ):
+        raise TableError(f"{path}: directory exists and is not a Delta table; refusing to write into it")
+    return False
+
+
+def conform(frame: DataFrame, stored: DataFrame, columns: Sequence[str], *, feed: str) -> DataFrame:
+    """Cast the batch's columns to the table's types where that widens; fail on anything else.
+
+    Raises:
+        SchemaError: naming the column, both types and the feed.
+    """
+    from pyspark.sql import functions as F
+
+    stored_types = {f.name.lower(): f.dataType for f in stored.schema.fields}
+    incoming = {f.name: f.dataType for f in frame.schema.fields}
+    out = frame
+    for name in columns:
+        want = stored_types.get(name.lower())
+        have = incoming[name]
+        if want is None or want == have:
+            continue
+        have_s, want_s = have.simpleString(), want.simpleString()
+        if have_s == "void" or want_s in _WIDENS_TO.get(have_s, set()):
+            out = out.withColumn(name, F.col(f"`{name}`").cast(want))
+            continue
+        raise SchemaError(
+            f"{feed}: column '{name}' is {have_s.upper()} in the feed but {want_s.upper()} in the table; "
+            "only widening (int → bigint, float → double, date → timestamp) is allowed; nothing was applied"
+        )
+    return out
+
+
+@contextlib.contextmanager
+def commit_record(spark: SparkSession, record: dict[str, Any]) -> Iterator[None]:
+    """Attach ``record`` to the Delta commit(s) made inside the block, as userMetadata."""
+    conf = spark.conf
+    previous = conf.get(_USER_METADATA, None)
+    conf.set(_USER_METADATA, json.dumps({"lakemerge": RECORD_VERSION, **record}, separators=(",", ":")))
+    try:
+        yield
+    finally:
+        if previous is None:
+            conf.unset(_USER_METADATA)
+        else:
+            conf.set(_USER_METADATA, previous)
+
+
+def parse_record(user_metadata: str | None) -> dict[str, Any] | None:
+    """The lakemerge record in a commit's userMetadata, or ``None`` for other commits."""
+    if not user_metadata:
+        return None
+    try:
+        record = json.loads(user_metadata)
+    except ValueError:
+        return None
+    if not isinstance(record, dict) or "lakemerge" not in record:
+        return None
+    return record
+
+
+def history_rows(spark: SparkSession, path: str, limit: int | None = None) -> list[Any]:
+    """Delta's history of ``path``, newest first (commit metadata only; no table data)."""
+    from delta.tables import DeltaTable
+
+    table = DeltaTable.forPath(spark, path)
+    frame = table.history(limit) if limit else table.history()
+    return list(
+        frame.select("version", "timestamp", "operation", "operationMetrics", "userMetadata").collect()
+    )
+
+
+def applied_files(spark: SparkSession, path: str) -> dict[str, tuple[AppliedFile, int]]:
+    """Every file recorded by a committed batch: path → (file as applied, version)."""
+    ledger: dict[str, tuple[AppliedFile, int]] = {}
+    for row in reversed(history_rows(spark, path)):
+        record = parse_record(row["userMetadata"])
+        if record is None:
+            continue
+        for item in record.get("files", []):
+            ledger[item["path"]] = (AppliedFile(**item), int(row["version"]))
+    return ledger
+
+
+def check_unchanged(ledger: dict[str, tuple[AppliedFile, int]], path: str, size: int, modified: int) -> bool:
+    """True if ``path`` was applied before; raise if it was applied with another size or time.
+
+    Raises:
+        InputError: the file changed after it was applied.
+    """
+    if path not in ledger:
+        return False
+    applied, version = ledger[path]
+    if applied.size != size or applied.modified != modified:
+        raise InputError(
+            f"file was applied in table version {version} (size {applied.size}) and has changed since "
+            f"(size {size}); a changed file is never re-applied silently: give the new content a new name",
+            path=path,
+        )
+    return True
+
+
+def find_commit(spark: SparkSession, path: str, batch_id: str) -> tuple[int, dict[str, str]]:
+    """The version and Delta operation metrics of the commit recorded for ``batch_id``."""
+    for row in history_rows(spark, path, limit=20):
+        record = parse_record(row["userMetadata"])
+        if record and record.get("batch_id") == batch_id:
+            return int(row["version"]), dict(row["operationMetrics"] or {})
+    raise TableError(f"{path}: commit of batch {batch_id} not found in the table's recent history")
