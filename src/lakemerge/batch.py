@@ -6,9 +6,10 @@ feeds (list, read) → changes (normalize, validate, collapse) → apply (classi
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from lakemerge.apply import Outcome, classify, write_changes
@@ -19,6 +20,7 @@ from lakemerge.errors import AccountingError, SchemaError
 from lakemerge.feeds import columns as C
 from lakemerge.feeds import list_feed_files, read_feed
 from lakemerge.results import AppliedFile, BatchMetrics, BatchResult
+from lakemerge.spark.errors import translate
 from lakemerge.table import delta
 
 if TYPE_CHECKING:
@@ -61,11 +63,17 @@ def apply_table(
             skipped_files=skipped, metrics=BatchMetrics(), seconds=time.monotonic() - started,
         )
 
-    changes = normalize(spark, table, read_feed(spark, table.feed, files), files)
+    try:
+        changes = normalize(spark, table, read_feed(spark, table.feed, files), files)
+    except Exception as exc:
+        raise (translate(exc, reading=True) or exc) from exc
     frame = changes.frame.persist(StorageLevel.MEMORY_AND_DISK)
     classified = None
     try:
-        stats = frame.agg(F.count(F.lit(1)), F.count(C.ERROR)).collect()[0]
+        try:
+            stats = frame.agg(F.count(F.lit(1)), F.count(C.ERROR)).collect()[0]
+        except Exception as exc:
+            raise (translate(exc, reading=True) or exc) from exc
         rows_read, rows_bad = int(stats[0]), int(stats[1])
         if rows_bad:
             raise first_bad_row(changes, files, rows_bad)
@@ -101,7 +109,7 @@ def apply_table(
             "metrics": metrics.__dict__,
             "files": [a.__dict__ for a in applied],
         }
-        with delta.commit_record(spark, record):
+        with delta.commit_record(spark, record), _translated():
             write_changes(
                 spark, table, classified, data_columns=changes.data_columns, exists=exists,
                 writes=metrics.inserted + metrics.updated + metrics.deleted, batch_id=batch_id,
@@ -127,6 +135,14 @@ def apply_table(
         bytes_added=int(op_metrics.get("numTargetBytesAdded", op_metrics.get("numOutputBytes", 0))),
         bytes_removed=int(op_metrics.get("numTargetBytesRemoved", op_metrics.get("numRemovedBytes", 0))),
     )
+
+
+@contextlib.contextmanager
+def _translated() -> Iterator[None]:
+    try:
+        yield
+    except Exception as exc:
+        raise (translate(exc, reading=False) or exc) from exc
 
 
 def _check_table_columns(table: TableConfig, stored_columns: Sequence[str]) -> None:

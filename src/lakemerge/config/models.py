@@ -202,7 +202,7 @@ class PipelineConfig(_Model):
     """A whole pipeline file: Spark settings, then the tables."""
 
     spark: SparkSettings = Field(default_factory=SparkSettings)
-    tables: dict[str, TableConfig]
+    tables: dict[str, TableConfig] = Field(default_factory=dict, validate_default=True)
     source: str | None = None
 
     @model_validator(mode="before")

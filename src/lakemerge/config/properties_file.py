@@ -28,27 +28,70 @@ from lakemerge.config.models import TableConfig
 from lakemerge.errors import ConfigError
 
 def parse_properties(text: str) -> dict[str, str]:
-    """Parse Java ``.properties`` text: ``key=value`` or ``key: value``, ``#``/``!`` comments,
-    backslash line continuations."""
+    """Parse Java ``.properties`` text as ``java.util.Properties`` does: ``key=value``,
+    ``key: value`` or ``key value``; ``#``/``!`` comments; a line ending in an odd number of
+    backslashes continues on the next; ``\\t``, ``\\n``, ``\\uXXXX`` and ``\\x`` → ``x`` escapes."""
     result: dict[str, str] = {}
-    logical: list[str] = []
+    pending = ""
     for raw in text.splitlines():
-        line = raw.strip() if not logical else raw.lstrip()
-        if not logical and (not line or line[0] in "#!"):
+        line = raw.lstrip()
+        if not pending and (not line or line[0] in "#!"):
             continue
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            logical.append(line[:-1])
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:
+            pending += line[:-1]
             continue
-        logical.append(line)
-        entry = "".join(logical)
-        logical = []
-        cut = min((i for i in (entry.find("="), entry.find(":")) if i >= 0), default=-1)
-        if cut < 0:
-            key, value = entry.strip(), ""
-        else:
-            key, value = entry[:cut].strip(), entry[cut + 1 :].strip()
-        result[key] = value
+        entry, pending = pending + line, ""
+        key, value = _split_entry(entry)
+        result[_unescape(key)] = _unescape(value)
+    if pending:
+        key, value = _split_entry(pending)
+        result[_unescape(key)] = _unescape(value)
     return result
+
+
+def _split_entry(entry: str) -> tuple[str, str]:
+    i = 0
+    while i < len(entry):
+        ch = entry[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch in "=: \t\f":
+            key = entry[:i]
+            rest = entry[i:].lstrip(" \t\f")
+            if rest[:1] in ("=", ":") and ch not in "=:":
+                rest = rest[1:].lstrip(" \t\f")
+            elif ch in "=:":
+                rest = entry[i + 1 :].lstrip(" \t\f")
+            return key, rest
+        i += 1
+    return entry, ""
+
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _unescape(text: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch != "\\" or i + 1 >= len(text):
+            out.append(ch)
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt == "u" and len(text) >= i + 6:
+            try:
+                out.append(chr(int(text[i + 2 : i + 6], 16)))
+                i += 6
+                continue
+            except ValueError:
+                pass
+        out.append(_ESCAPES.get(nxt, nxt))
+        i += 2
+    return "".join(out)
 
 
 def load_properties(

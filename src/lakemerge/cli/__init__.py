@@ -1,0 +1,1 @@
+"""The ``lakemerge`` command line: a thin layer over the Python API."""

@@ -1,0 +1,234 @@
+"""``lakemerge``: apply change files to Delta tables from the command line.
+
+Exit codes: 0 success; 1 internal error; 2 configuration or usage error; 3 input error (bad or
+missing change files, incompatible schema); 4 gave up on a concurrent writer's conflict;
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from lakemerge.cli import output
+from lakemerge.errors import ConfigError, LakemergeError
+
+app = typer.Typer(
+    name="lakemerge",
+    help="Apply batches of change records (inserts, updates, deletes) to Delta Lake tables, "
+    "one atomic commit per batch.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout instead of text.")]
+VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show Spark's log and full tracebacks.")]
+MasterOpt = Annotated[
+    str | None, typer.Option("--master", help="Spark master URL (default: the pipeline's, else local[*]).")
+]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _handled(func: F) -> F:
+    """Turn known errors into one line on stderr and the error's exit code."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        verbose = bool(kwargs.get("verbose"))
+        try:
+            return func(*args, **kwargs)
+        except typer.Exit:
+            raise
+        except LakemergeError as exc:
+            if verbose:
+                traceback.print_exc()
+            output.err.print(f"[bold red]error:[/] {exc}", soft_wrap=True)
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            output.err.print("interrupted; nothing was committed by the batch in progress")
+            raise typer.Exit(130) from None
+        except Exception as exc:
+            if verbose:
+                traceback.print_exc()
+            from lakemerge.spark.errors import first_line
+
+            output.err.print(f"[bold red]internal error:[/] {type(exc).__name__}: {first_line(exc)} "
+                             "(run with -v for the traceback)", soft_wrap=True)
+            raise typer.Exit(1) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _spark(master: str | None, verbose: bool, settings: Any = None) -> Any:
+    from lakemerge.config.models import SparkSettings
+    from lakemerge.spark import get_spark
+
+    settings = settings or SparkSettings()
+    if master:
+        settings = settings.model_copy(update={"master": master})
+    return get_spark(settings, verbose=verbose)
+
+
+@app.command()
+@_handled
+def apply(
+    targets: Annotated[list[str] | None, typer.Argument(
+        help="PIPELINE.toml; or, with --properties, the change files or directories to apply.",
+        show_default=False)] = None,
+    table: Annotated[list[str] | None, typer.Option(
+        "--table", "-t",
+        help="With a pipeline: the table(s) to apply (default: all). With --properties: the Delta table's "
+        "directory.")] = None,
+    properties: Annotated[Path | None, typer.Option(
+        "--properties", "-p", help="A chombo RecordSetBulkMutator .properties file (headerless delimited text).")
+    ] = None,
+    columns: Annotated[str | None, typer.Option(
+        "--columns", help="With --properties: comma list naming the fields by ordinal (default c0, c1, ...).")
+    ] = None,
+    types: Annotated[list[str] | None, typer.Option(
+        "--type", help="With --properties: COLUMN=TYPE casts a field (repeatable), e.g. --type price=int.")
+    ] = None,
+    name: Annotated[str, typer.Option("--name", help="With --properties: the table's name in results.")] = "table",
+    master: MasterOpt = None,
+    json_out: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Apply every change file not applied yet: one batch and one Delta commit per table.
+
+    \b
+    lakemerge apply pipeline.toml [--table products]
+    lakemerge apply --properties mutator.properties --table lake/products landing/products/
+    """
+    from lakemerge.batch import apply_table
+    from lakemerge.config.pipeline_file import load_pipeline
+    from lakemerge.config.properties_file import load_properties
+
+    inputs = list(targets or [])
+    if properties is not None:
+        if not table or len(table) != 1:
+            raise ConfigError("with --properties, give the Delta table's directory once with --table DIR")
+        if not inputs:
+            raise ConfigError("with --properties, give the change files or directories to apply")
+        config = load_properties(
+            properties, table_path=table[0], inputs=inputs, name=name,
+            columns=[c.strip() for c in columns.split(",")] if columns else (),
+            types=_parse_types(types or []),
+        )
+        spark = _spark(master, verbose)
+        results = [apply_table(config, spark=spark)]
+    else:
+        if len(inputs) != 1:
+            raise ConfigError("give exactly one pipeline file (or use --properties for a chombo file)")
+        pipeline = load_pipeline(inputs[0])
+        chosen = [pipeline.table(n) for n in table] if table else list(pipeline.tables.values())
+        spark = _spark(master, verbose, pipeline.spark)
+        results = []
+        for one in chosen:
+            results.append(apply_table(one, spark=spark))
+            if not json_out:
+                output.batch_results(results[-1:])
+    if json_out:
+        output.emit_json({"batches": [r.to_dict() for r in results]})
+    elif properties is not None:
+        output.batch_results(results)
+
+
+def _parse_types(items: list[str]) -> dict[str, str]:
+    parsed = {}
+    for item in items:
+        column, sep, type_name = item.partition("=")
+        if not sep or not column.strip() or not type_name.strip():
+            raise ConfigError(f"--type expects COLUMN=TYPE, got {item!r}")
+        parsed[column.strip()] = type_name.strip()
+    return parsed
+
+
+@app.command()
+@_handled
+def history(
+    table: Annotated[str, typer.Argument(help="The Delta table's path.")],
+    limit: Annotated[int | None, typer.Option("--limit", "-n", help="Show only the newest N commits.")] = None,
+    master: MasterOpt = None,
+    json_out: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Show a table's commits with each batch's metrics and applied files."""
+    from lakemerge.table import inspect
+
+    commits = inspect.history(_spark(master, verbose), table, limit=limit)
+    if json_out:
+        output.emit_json({"table": table, "commits": [c.to_dict() for c in commits]})
+    else:
+        output.history(commits)
+
+
+@app.command()
+@_handled
+def show(
+    table: Annotated[str, typer.Argument(help="The Delta table's path.")],
+    sample: Annotated[int, typer.Option("--sample", help="How many rows to show.")] = 10,
+    master: MasterOpt = None,
+    json_out: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Show a table's schema, row count, files and a sample of rows."""
+    from lakemerge.table import inspect
+
+    summary = inspect.show(_spark(master, verbose), table, sample=sample)
+    if json_out:
+        output.emit_json(summary.to_dict())
+    else:
+        output.summary(summary)
+
+
+@app.command()
+@_handled
+def demo(
+    directory: Annotated[Path, typer.Option("--dir", help="Working directory for the demo's files and table.")]
+    = Path("lakemerge-demo"),
+    master: MasterOpt = None,
+    json_out: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Apply the seed's product example (master data, then inserts/updates and a delete file)."""
+    from lakemerge.demo import run_demo
+
+    if not json_out:
+        output.out.print("Starting Spark (the first start downloads Delta's jars) ...")
+    result = run_demo(directory, spark=_spark(master, verbose))
+    if json_out:
+        output.emit_json({
+            "workdir": result.workdir,
+            "table_path": result.table_path,
+            "batches": [b.to_dict() for b in result.batches],
+            "changes": [{"before": b, "after": a} for b, a in result.changes],
+            "history": [c.to_dict() for c in result.history],
+        })
+        return
+    output.out.print(f"Demo files in {result.workdir}; table at {result.table_path}\n")
+    output.out.print("[bold]Batch 1[/]: the master data creates the table")
+    output.batch_results(result.batches[:1])
+    output.out.print("\n[bold]Batch 2[/]: an incremental file (inserts, updates, one late update) and a delete file")
+    output.batch_results(result.batches[1:])
+    output.changes(result.changes, ("product_id",))
+    output.history(result.history)
+    output.out.print(f"\nTry: lakemerge show {result.table_path}")
+
+
+def main() -> None:
+    """Entry point of the ``lakemerge`` script."""
+    try:
+        app()
+    except SystemExit as exc:
+        sys.exit(exc.code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,183 @@
+"""Configuration: TOML pipeline files and chombo properties files, and their error messages.
+No Spark needed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import lakemerge
+from lakemerge.config.properties_file import parse_properties, table_from_properties
+
+GOOD = """
+[spark]
+master = "local[2]"
+conf = { "spark.sql.shuffle.partitions" = 4, "spark.sql.adaptive.enabled" = true }
+
+[tables.products]
+path = "lake/products"
+key = ["product_id"]
+sequence = "updated_at"
+partition_by = ["category"]
+
+[tables.products.feed]
+location = "landing/products"
+format = "csv"
+header = true
+op_column = "op"
+delete_codes = ["D", "X"]
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "pipeline.toml"
+    path.write_text(text)
+    return path
+
+
+def test_pipeline_file_parses_and_resolves_relative_paths(tmp_path: Path) -> None:
+    pipeline = lakemerge.load_pipeline(write(tmp_path, GOOD))
+    table = pipeline.table("products")
+    assert table.name == "products"
+    assert table.path == str(tmp_path / "lake" / "products")
+    assert table.feed.location == (str(tmp_path / "landing" / "products"),)
+    assert table.sequence == ("updated_at",)
+    assert table.partition_by == ("category",)
+    assert table.feed.delete_codes == ("D", "X")
+    assert pipeline.spark.master == "local[2]"
+    assert pipeline.spark.conf == {"spark.sql.shuffle.partitions": "4", "spark.sql.adaptive.enabled": "true"}
+
+
+def test_uri_paths_are_kept(tmp_path: Path) -> None:
+    text = GOOD.replace('"lake/products"', '"s3a://bucket/lake/products"')
+    assert lakemerge.load_pipeline(write(tmp_path, text)).table("products").path == "s3a://bucket/lake/products"
+
+
+@pytest.mark.parametrize(
+    ("edit", "key", "words"),
+    [
+        (('format = "csv"', 'format = "xls"'), "tables.products.feed.format", "'csv'"),
+        (('key = ["product_id"]', "key = []"), "tables.products.key", "at least one key"),
+        (('key = ["product_id"]', ""), "tables.products.key", "required key is missing"),
+        (('header = true', 'header = true\nheadr = 1'), "tables.products.feed.headr", "unknown key"),
+        (('master = "local[2]"', 'mastr = "x"'), "spark.mastr", "unknown key"),
+        (('op_column = "op"', 'op_column = "updated_at"'), "tables.products", "op_column"),
+        (('delete_codes = ["D", "X"]', 'delete_codes = ["D"]\nupsert_codes = ["D"]'), "tables.products.feed",
+         "both"),
+        (('format = "csv"', 'format = "csv"\ndelimiter = ";;"'), "tables.products.feed.delimiter", "one character"),
+        (('sequence = "updated_at"', 'sequence = ["product_id"]'), "tables.products", "both key and sequence"),
+        (('sequence = "updated_at"', ""), "tables.products", "file_order"),
+    ],
+)
+def test_config_errors_name_the_key(tmp_path: Path, edit: tuple[str, str], key: str, words: str) -> None:
+    path = write(tmp_path, GOOD.replace(*edit))
+    with pytest.raises(lakemerge.ConfigError) as info:
+        lakemerge.load_pipeline(path)
+    message = str(info.value)
+    assert str(path) in message
+    assert f"key '{key}" in message
+    assert words in message
+    assert "\n" not in message
+
+
+def test_missing_and_invalid_pipeline_files(tmp_path: Path) -> None:
+    with pytest.raises(lakemerge.ConfigError, match="does not exist"):
+        lakemerge.load_pipeline(tmp_path / "nope.toml")
+    with pytest.raises(lakemerge.ConfigError, match="not valid TOML"):
+        lakemerge.load_pipeline(write(tmp_path, "[tables\n"))
+    with pytest.raises(lakemerge.ConfigError, match="no table"):
+        lakemerge.load_pipeline(write(tmp_path, "[spark]\n"))
+
+
+def test_unknown_table_name_lists_known_ones(tmp_path: Path) -> None:
+    pipeline = lakemerge.load_pipeline(write(tmp_path, GOOD))
+    with pytest.raises(lakemerge.ConfigError, match="no table named 'orders'.*products"):
+        pipeline.table("orders")
+
+
+# --- chombo properties ---------------------------------------------------------------------------
+
+SEED = """
+#op.code.field.ordinal=4
+deleted.op.code=D
+deleted.record.file.prefix=del
+temporal.ordering.field.ordinal=5
+temporal.ordering.field.numeric=true
+id.field.ordinals=0
+"""
+
+
+def props_table(text: str, **kwargs: object) -> lakemerge.TableConfig:
+    return table_from_properties(parse_properties(text), source="m.properties", table_path="/t",
+                                 inputs=["/in"], **kwargs)  # type: ignore[arg-type]
+
+
+def test_seed_properties_map_onto_a_table() -> None:
+    table = props_table(SEED)
+    assert table.key == ("c0",)
+    assert table.sequence == ("c5",)
+    assert table.feed.types == {"c5": "bigint"}
+    assert table.feed.delete_file_prefix == "del"
+    assert table.feed.op_column is None
+    assert table.feed.format == "text"
+    assert table.feed.delimiter_regex == ","
+
+
+def test_rsbm_prefix_composite_key_names_and_op_column() -> None:
+    text = (
+        "rsbm.id.field.ordinals=0, 2\nrsbm.op.code.field.ordinal=3\nrsbm.deleted.op.code=X\n"
+        "rsbm.field.delim.regex=\\\\|\nrsbm.temporal.ordering.field.ordinal=1\n"
+        "rsbm.temporal.ordering.field.numeric=false\n"
+    )
+    table = props_table(text, columns=["id", "ts", "region", "op", "v"])
+    assert table.key == ("id", "region")
+    assert table.sequence == ("ts",)
+    assert table.feed.types == {}
+    assert table.feed.op_column == "op"
+    assert table.feed.delete_codes == ("X",)
+    assert table.feed.delimiter_regex == "\\|"
+
+
+def test_no_ordering_field_orders_by_file_name_number() -> None:
+    table = props_table("id.field.ordinals=0\ndeleted.record.file.prefix=del\n")
+    assert table.sequence == ()
+    assert table.sequence_columns == ("_lm_sequence",)
+    assert table.feed.file_order == "name_number"
+
+
+def test_properties_parser_handles_comments_separators_and_continuations() -> None:
+    parsed = parse_properties("! comment\n# another\na = 1\nb: two\nc=x\\\n  y\n\nd\n")
+    assert parsed == {"a": "1", "b": "two", "c": "xy", "d": ""}
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "words"),
+    [
+        ("deleted.record.file.prefix=del\n", "id.field.ordinals", "required"),
+        ("id.field.ordinals=0\n", "op.code.field.ordinal", "either op.code.field.ordinal or deleted.record"),
+        ("id.field.ordinals=zero\ndeleted.record.file.prefix=del\n", "id.field.ordinals", "field ordinal"),
+        ("id.field.ordinals=-1\ndeleted.record.file.prefix=del\n", "id.field.ordinals", "0 or more"),
+        ("id.field.ordinals=0\nop.code.field.ordinal=0\n", "tables", "op_column"),
+        ("id.field.ordinals=0\ndeleted.record.file.prefix=del\ntemporal.ordering.field.ordinal=1\n"
+         "temporal.ordering.field.numeric=yes\n", "temporal.ordering.field.numeric", "true or false"),
+    ],
+)
+def test_properties_errors_name_the_key(text: str, key: str, words: str) -> None:
+    with pytest.raises(lakemerge.ConfigError) as info:
+        props_table(text)
+    message = str(info.value)
+    assert "m.properties" in message
+    assert words in message
+    if key != "tables":
+        assert f"key '{key}'" in message
+
+
+def test_named_columns_reject_ordinals_beyond_them() -> None:
+    with pytest.raises(lakemerge.ConfigError, match="ordinal 7 is beyond the 2 named columns"):
+        props_table("id.field.ordinals=7\ndeleted.record.file.prefix=del\n", columns=["a", "b"])
+
+
+def test_missing_properties_file(tmp_path: Path) -> None:
+    with pytest.raises(lakemerge.ConfigError, match="does not exist"):
+        lakemerge.load_properties(tmp_path / "x.properties", table_path="/t", inputs=["/in"])
