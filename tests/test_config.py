@@ -60,11 +60,10 @@ def test_uri_paths_are_kept(tmp_path: Path) -> None:
         (('format = "csv"', 'format = "xls"'), "tables.products.feed.format", "'csv'"),
         (('key = ["product_id"]', "key = []"), "tables.products.key", "at least one key"),
         (('key = ["product_id"]', ""), "tables.products.key", "required key is missing"),
-        (('header = true', 'header = true\nheadr = 1'), "tables.products.feed.headr", "unknown key"),
+        (("header = true", "header = true\nheadr = 1"), "tables.products.feed.headr", "unknown key"),
         (('master = "local[2]"', 'mastr = "x"'), "spark.mastr", "unknown key"),
         (('op_column = "op"', 'op_column = "updated_at"'), "tables.products", "op_column"),
-        (('delete_codes = ["D", "X"]', 'delete_codes = ["D"]\nupsert_codes = ["D"]'), "tables.products.feed",
-         "both"),
+        (('delete_codes = ["D", "X"]', 'delete_codes = ["D"]\nupsert_codes = ["D"]'), "tables.products.feed", "both"),
         (('format = "csv"', 'format = "csv"\ndelimiter = ";;"'), "tables.products.feed.delimiter", "one character"),
         (('sequence = "updated_at"', 'sequence = ["product_id"]'), "tables.products", "both key and sequence"),
         (('sequence = "updated_at"', ""), "tables.products", "file_order"),
@@ -92,7 +91,7 @@ def test_missing_and_invalid_pipeline_files(tmp_path: Path) -> None:
 
 def test_unknown_table_name_lists_known_ones(tmp_path: Path) -> None:
     pipeline = lakemerge.load_pipeline(write(tmp_path, GOOD))
-    with pytest.raises(lakemerge.ConfigError, match="no table named 'orders'.*products"):
+    with pytest.raises(lakemerge.ConfigError, match=r"no table named .orders.*products"):
         pipeline.table("orders")
 
 
@@ -109,8 +108,9 @@ id.field.ordinals=0
 
 
 def props_table(text: str, **kwargs: object) -> lakemerge.TableConfig:
-    return table_from_properties(parse_properties(text), source="m.properties", table_path="/t",
-                                 inputs=["/in"], **kwargs)  # type: ignore[arg-type]
+    return table_from_properties(
+        parse_properties(text), source="m.properties", table_path="/t", inputs=["/in"], **kwargs
+    )  # type: ignore[arg-type]
 
 
 def test_seed_properties_map_onto_a_table() -> None:
@@ -159,8 +159,12 @@ def test_properties_parser_handles_comments_separators_and_continuations() -> No
         ("id.field.ordinals=zero\ndeleted.record.file.prefix=del\n", "id.field.ordinals", "field ordinal"),
         ("id.field.ordinals=-1\ndeleted.record.file.prefix=del\n", "id.field.ordinals", "0 or more"),
         ("id.field.ordinals=0\nop.code.field.ordinal=0\n", "tables", "op_column"),
-        ("id.field.ordinals=0\ndeleted.record.file.prefix=del\ntemporal.ordering.field.ordinal=1\n"
-         "temporal.ordering.field.numeric=yes\n", "temporal.ordering.field.numeric", "true or false"),
+        (
+            "id.field.ordinals=0\ndeleted.record.file.prefix=del\ntemporal.ordering.field.ordinal=1\n"
+            "temporal.ordering.field.numeric=yes\n",
+            "temporal.ordering.field.numeric",
+            "true or false",
+        ),
     ],
 )
 def test_properties_errors_name_the_key(text: str, key: str, words: str) -> None:

@@ -6,22 +6,31 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.helpers import read_table, table_version, write_lines
 from typer.testing import CliRunner
 
 import lakemerge
 from lakemerge.cli.app import app
-from tests.helpers import read_table, table_version, write_lines
 
 runner = CliRunner()
 SCHEMA = "id INT, seq BIGINT, op STRING, v STRING"
 
 
 def table_cfg(tmp_path: Path, location: Path, **feed: object) -> lakemerge.TableConfig:
-    settings: dict[str, object] = {"location": (str(location),), "format": "csv", "header": True,
-                                   "schema": SCHEMA, "op_column": "op", "upsert_codes": ("I", "U")}
+    settings: dict[str, object] = {
+        "location": (str(location),),
+        "format": "csv",
+        "header": True,
+        "schema": SCHEMA,
+        "op_column": "op",
+        "upsert_codes": ("I", "U"),
+    }
     settings.update(feed)
     return lakemerge.TableConfig(
-        name="t", path=str(tmp_path / "table"), key=("id",), sequence=("seq",),
+        name="t",
+        path=str(tmp_path / "table"),
+        key=("id",),
+        sequence=("seq",),
         feed=lakemerge.FeedConfig(**settings),  # type: ignore[arg-type]
     )
 
@@ -40,8 +49,9 @@ def assert_unchanged(cfg: lakemerge.TableConfig) -> None:
     assert read_table(cfg.path, ["id", "v"]) == [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}]
 
 
-def apply_bad(spark: object, cfg: lakemerge.TableConfig, tmp_path: Path, lines: list[str],
-              name: str = "bad.csv") -> lakemerge.LakemergeError:
+def apply_bad(
+    spark: object, cfg: lakemerge.TableConfig, tmp_path: Path, lines: list[str], name: str = "bad.csv"
+) -> lakemerge.LakemergeError:
     path = write_lines(tmp_path / "b1" / name, lines)
     with pytest.raises(lakemerge.LakemergeError) as info:
         lakemerge.apply_table(cfg, inputs=[str(path.parent)], spark=spark)
@@ -120,15 +130,15 @@ def test_key_ordinal_beyond_the_row(spark: object, tmp_path: Path) -> None:
 
 
 def test_incompatible_type_changes_nothing(spark: object, seeded: lakemerge.TableConfig, tmp_path: Path) -> None:
-    cfg = seeded.model_copy(update={"feed": seeded.feed.model_copy(
-        update={"schema_ddl": "id INT, seq BIGINT, op STRING, v INT"})})
+    cfg = seeded.model_copy(
+        update={"feed": seeded.feed.model_copy(update={"schema_ddl": "id INT, seq BIGINT, op STRING, v INT"})}
+    )
     error = apply_bad(spark, cfg, tmp_path, ["id,seq,op,v", "1,5,U,7"])
     assert isinstance(error, lakemerge.SchemaError)
     assert "column 'v' is INT in the feed but STRING in the table" in str(error)
 
 
-def test_changed_file_is_never_reapplied_silently(spark: object, seeded: lakemerge.TableConfig,
-                                                  tmp_path: Path) -> None:
+def test_changed_file_is_never_reapplied_silently(spark: object, seeded: lakemerge.TableConfig, tmp_path: Path) -> None:
     write_lines(tmp_path / "b0" / "f.csv", ["id,seq,op,v", "1,1,I,a", "2,1,I,b", "3,1,I,c"])
     with pytest.raises(lakemerge.InputError, match="has changed since"):
         lakemerge.apply_table(seeded, spark=spark)
@@ -151,6 +161,7 @@ def test_table_path_that_is_not_a_delta_table(spark: object, tmp_path: Path) -> 
 
 # --- the CLI: one line on stderr, the documented exit code -----------------------------------------
 
+
 def test_cli_exit_codes(spark: object, tmp_path: Path) -> None:
     bad_toml = tmp_path / "p.toml"
     bad_toml.write_text('[tables.t]\npath = "x"\nkey = "id"\n[tables.t.feed]\nlocation = "in"\nformat = "xls"\n')
@@ -160,8 +171,8 @@ def test_cli_exit_codes(spark: object, tmp_path: Path) -> None:
 
     good = tmp_path / "good.toml"
     good.write_text(
-        f'[tables.t]\npath = "lake/t"\nkey = "id"\nsequence = "seq"\n'
-        f'[tables.t.feed]\nlocation = "missing"\nformat = "csv"\nheader = true\n'
+        '[tables.t]\npath = "lake/t"\nkey = "id"\nsequence = "seq"\n'
+        '[tables.t.feed]\nlocation = "missing"\nformat = "csv"\nheader = true\n'
     )
     result = runner.invoke(app, ["apply", str(good)])
     assert result.exit_code == 3

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tests.helpers import read_table, table_columns, table_version, write_lines
 from typer.testing import CliRunner
 
 import lakemerge
 from lakemerge.cli.app import app
-from tests.helpers import read_table, table_columns, table_version, write_lines
 
 MASTER = [
     "R217970F17,wearables,misfit,103,21,1427761080",
@@ -54,8 +54,17 @@ def test_seed_example_through_the_cli(spark: object, tmp_path: Path) -> None:
     code, out = cli("apply", "-p", str(props), "-t", str(table), str(tmp_path / "incr"), "--json")
     assert code == 0, out
     metrics = json.loads(out)["batches"][0]["metrics"]
-    assert metrics == {"rows_read": 4, "rows_bad": 0, "changes": 4, "superseded": 0, "inserted": 1,
-                       "updated": 1, "deleted": 1, "late": 1, "deletes_absent": 0}
+    assert metrics == {
+        "rows_read": 4,
+        "rows_bad": 0,
+        "changes": 4,
+        "superseded": 0,
+        "inserted": 1,
+        "updated": 1,
+        "deleted": 1,
+        "late": 1,
+        "deletes_absent": 0,
+    }
     assert read_table(table) == [
         {"c0": "6QD0BAVS7I", "c1": "laptop", "c2": "asus", "c3": "502", "c4": "54", "c5": 1427764070},
         {"c0": "R217970F17", "c1": "wearables", "c2": "misfit", "c3": "103", "c4": "21", "c5": 1427761080},
@@ -83,13 +92,30 @@ def test_named_columns_and_types_from_the_cli(spark: object, tmp_path: Path) -> 
     props.write_text(SEED_PROPERTIES)
     write_lines(tmp_path / "in" / "master.csv", MASTER)
     table = tmp_path / "t"
-    code, out = cli("apply", "-p", str(props), "-t", str(table), str(tmp_path / "in"),
-                    "--columns", "product_id,category,brand,price,inventory,updated_at",
-                    "--type", "price=int", "--type", "inventory=int")
+    code, out = cli(
+        "apply",
+        "-p",
+        str(props),
+        "-t",
+        str(table),
+        str(tmp_path / "in"),
+        "--columns",
+        "product_id,category,brand,price,inventory,updated_at",
+        "--type",
+        "price=int",
+        "--type",
+        "inventory=int",
+    )
     assert code == 0, out
     rows = read_table(table)
-    assert rows[0] == {"product_id": "3SDS30A11P", "category": "laptop", "brand": "thinkpad", "price": 551,
-                       "inventory": 54, "updated_at": 1427770906}
+    assert rows[0] == {
+        "product_id": "3SDS30A11P",
+        "category": "laptop",
+        "brand": "thinkpad",
+        "price": 551,
+        "inventory": 54,
+        "updated_at": 1427770906,
+    }
 
 
 def test_file_name_number_orders_changes_without_an_ordering_field(spark: object, tmp_path: Path) -> None:

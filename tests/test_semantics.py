@@ -7,25 +7,31 @@ from pathlib import Path
 
 import deltalake
 import pytest
+from tests.helpers import read_table, table_columns, table_version, write_lines
 
 import lakemerge
-from tests.helpers import read_table, table_columns, table_version, write_lines
 
 SCHEMA = "id INT, part STRING, seq BIGINT, op STRING, v STRING"
 HEADER = "id,part,seq,op,v"
 
 
 def cfg(tmp_path: Path, **overrides: object) -> lakemerge.TableConfig:
-    feed: dict[str, object] = {"location": (str(tmp_path / "in"),), "format": "csv", "header": True,
-                               "schema": SCHEMA, "op_column": "op"}
+    feed: dict[str, object] = {
+        "location": (str(tmp_path / "in"),),
+        "format": "csv",
+        "header": True,
+        "schema": SCHEMA,
+        "op_column": "op",
+    }
     feed.update(overrides.pop("feed", {}))  # type: ignore[call-overload]
     table: dict[str, object] = {"name": "t", "path": str(tmp_path / "table"), "key": ("id",), "sequence": ("seq",)}
     table.update(overrides)
     return lakemerge.TableConfig(feed=lakemerge.FeedConfig(**feed), **table)  # type: ignore[arg-type]
 
 
-def batch(spark: object, table: lakemerge.TableConfig, folder: Path, files: dict[str, list[str]],
-          header: str = HEADER) -> lakemerge.BatchResult:
+def batch(
+    spark: object, table: lakemerge.TableConfig, folder: Path, files: dict[str, list[str]], header: str = HEADER
+) -> lakemerge.BatchResult:
     for name, rows in files.items():
         write_lines(folder / name, [header, *rows] if header else rows)
     return lakemerge.apply_table(table, inputs=[str(folder)], spark=spark)
@@ -53,10 +59,15 @@ def test_incoming_change_wins_an_exact_tie_with_the_stored_row(spark: object, tm
 
 def test_ties_within_a_batch_go_to_the_later_file_then_the_later_row(spark: object, tmp_path: Path) -> None:
     t = cfg(tmp_path)
-    r = batch(spark, t, tmp_path / "1", {
-        "b.csv": ["1,p,7,U,b-first", "1,p,7,U,b-second", "2,p,7,U,b"],
-        "a.csv": ["1,p,7,U,a", "2,p,7,U,a", "2,p,9,U,a-newer"],
-    })
+    r = batch(
+        spark,
+        t,
+        tmp_path / "1",
+        {
+            "b.csv": ["1,p,7,U,b-first", "1,p,7,U,b-second", "2,p,7,U,b"],
+            "a.csv": ["1,p,7,U,a", "2,p,7,U,a", "2,p,9,U,a-newer"],
+        },
+    )
     assert r.metrics.superseded == 4 and r.metrics.changes == 2
     assert rows(t) == [{"id": 1, "seq": 7, "v": "b-second"}, {"id": 2, "seq": 9, "v": "a-newer"}]
 
@@ -84,11 +95,24 @@ def test_sequence_of_several_columns_compares_left_to_right(spark: object, tmp_p
     t = cfg(tmp_path, sequence=("day", "n"), feed={"schema": schema})
     header = "id,day,n,op,v"
     batch(spark, t, tmp_path / "1", {"a.csv": ["1,2024-01-02,1,I,x", "2,2024-01-02,5,I,x"]}, header)
-    r = batch(spark, t, tmp_path / "2", {"a.csv": ["1,2024-01-01,9,U,older-day", "2,2024-01-02,6,U,same-day-later",
-                                                   "1,2024-01-02,0,U,same-day-earlier"]}, header)
+    r = batch(
+        spark,
+        t,
+        tmp_path / "2",
+        {
+            "a.csv": [
+                "1,2024-01-01,9,U,older-day",
+                "2,2024-01-02,6,U,same-day-later",
+                "1,2024-01-02,0,U,same-day-earlier",
+            ]
+        },
+        header,
+    )
     assert r.metrics.late == 1 and r.metrics.updated == 1 and r.metrics.superseded == 1
-    assert read_table(t.path, ["id", "n", "v"]) == [{"id": 1, "n": 1, "v": "x"},
-                                                    {"id": 2, "n": 6, "v": "same-day-later"}]
+    assert read_table(t.path, ["id", "n", "v"]) == [
+        {"id": 1, "n": 1, "v": "x"},
+        {"id": 2, "n": 6, "v": "same-day-later"},
+    ]
 
 
 def test_delete_then_reinsert_within_and_across_batches(spark: object, tmp_path: Path) -> None:
@@ -176,9 +200,14 @@ def test_narrower_feed_types_widen_to_the_table(spark: object, tmp_path: Path) -
 
 def test_json_lines_and_parquet_feeds(spark: object, tmp_path: Path) -> None:
     t = cfg(tmp_path, feed={"format": "json", "schema": None})
-    write_lines(tmp_path / "j" / "a.json", ['{"id": 1, "seq": 1, "op": "I", "v": "a", "attrs": {"c": "red"}}',
-                                            '{"id": 2, "seq": 1, "op": "I", "v": "b", "attrs": {"c": "blue"}}',
-                                            '{"id": 1, "seq": 2, "op": "U", "v": "a2", "attrs": {"c": "green"}}'])
+    write_lines(
+        tmp_path / "j" / "a.json",
+        [
+            '{"id": 1, "seq": 1, "op": "I", "v": "a", "attrs": {"c": "red"}}',
+            '{"id": 2, "seq": 1, "op": "I", "v": "b", "attrs": {"c": "blue"}}',
+            '{"id": 1, "seq": 2, "op": "U", "v": "a2", "attrs": {"c": "green"}}',
+        ],
+    )
     r = lakemerge.apply_table(t, inputs=[str(tmp_path / "j")], spark=spark)
     assert (r.metrics.inserted, r.metrics.superseded) == (2, 1)
     got = read_table(t.path, ["id", "v", "attrs"])

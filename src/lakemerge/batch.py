@@ -59,8 +59,15 @@ def apply_table(
     skipped = tuple(f.path for f in found if f.path in ledger)
     if not files:
         return BatchResult(
-            table=table.name, path=table.path, batch_id=batch_id, version=None, created=False, files=(),
-            skipped_files=skipped, metrics=BatchMetrics(), seconds=time.monotonic() - started,
+            table=table.name,
+            path=table.path,
+            batch_id=batch_id,
+            version=None,
+            created=False,
+            files=(),
+            skipped_files=skipped,
+            metrics=BatchMetrics(),
+            seconds=time.monotonic() - started,
         )
 
     try:
@@ -111,8 +118,13 @@ def apply_table(
         }
         with delta.commit_record(spark, record), _translated():
             write_changes(
-                spark, table, classified, data_columns=changes.data_columns, exists=exists,
-                writes=metrics.inserted + metrics.updated + metrics.deleted, batch_id=batch_id,
+                spark,
+                table,
+                classified,
+                data_columns=changes.data_columns,
+                exists=exists,
+                writes=metrics.inserted + metrics.updated + metrics.deleted,
+                batch_id=batch_id,
             )
     finally:
         frame.unpersist()

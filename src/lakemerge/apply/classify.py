@@ -45,9 +45,7 @@ def newer_or_equal(source: str, target: str, sequence: Sequence[str]) -> str:
     return f"struct({left}) >= struct({right})"
 
 
-def classify(
-    changes: DataFrame, table: DataFrame | None, *, key: Sequence[str], sequence: Sequence[str]
-) -> DataFrame:
+def classify(changes: DataFrame, table: DataFrame | None, *, key: Sequence[str], sequence: Sequence[str]) -> DataFrame:
     """Add ``_lm_outcome`` to each collapsed change, comparing with ``table`` (``None``: no table yet)."""
     from pyspark.sql import functions as F
 

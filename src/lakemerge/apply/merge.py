@@ -18,7 +18,7 @@ from lakemerge.config.models import TableConfig
 from lakemerge.feeds import columns as C
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 
 def write_changes(
@@ -61,7 +61,7 @@ def write_changes(
     )
     on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in table.key)
     fresh = newer_or_equal("s", "t", table.sequence_columns)
-    assignments = {f"`{c}`": f"s.`{c}`" for c in data_columns}
+    assignments: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in data_columns}
     (
         DeltaTable.forPath(spark, table.path)
         .alias("t")

@@ -22,7 +22,9 @@ def collapse(frame: DataFrame, *, key: Sequence[str], sequence: Sequence[str]) -
     from pyspark.sql import functions as F
 
     latest_first = [F.col(f"`{c}`").desc() for c in sequence] + [
-        F.col(C.FILE).desc(), F.col(C.BLOCK).desc(), F.col(C.ROW_ID).desc(),
+        F.col(C.FILE).desc(),
+        F.col(C.BLOCK).desc(),
+        F.col(C.ROW_ID).desc(),
     ]
     window = Window.partitionBy(*[F.col(f"`{k}`") for k in key]).orderBy(*latest_first)
     return frame.withColumn("_lm_rank", F.row_number().over(window)).filter("_lm_rank = 1").drop("_lm_rank")

@@ -65,10 +65,12 @@ def normalize(spark: SparkSession, table: TableConfig, raw: RawFeed, files: Sequ
             continue
         _check_type(spark, type_name, name)
         cast = F.col(f"`{name}`").try_cast(type_name)
-        errors.append((
-            F.col(f"`{name}`").isNotNull() & cast.isNull(),
-            F.format_string(f"cannot convert column '{name}' value '%s' to {type_name}", F.col(f"`{name}`")),
-        ))
+        errors.append(
+            (
+                F.col(f"`{name}`").isNotNull() & cast.isNull(),
+                F.format_string(f"cannot convert column '{name}' value '%s' to {type_name}", F.col(f"`{name}`")),
+            )
+        )
         casts[name] = cast
 
     # Key and sequence must be present.
@@ -82,16 +84,20 @@ def normalize(spark: SparkSession, table: TableConfig, raw: RawFeed, files: Sequ
     in_delete_file = F.col(C.FILE).isin(delete_files) if delete_files else F.lit(False)
     op: Column = F.lit("U")
     if feed.op_column:
-        fold = (lambda c: F.lower(c)) if feed.op_codes_ignore_case else (lambda c: c)
-        norm = (lambda s: s.lower()) if feed.op_codes_ignore_case else (lambda s: s)
-        code = fold(F.col(f"`{feed.op_column}`").cast("string"))
-        deletes = [norm(c) for c in feed.delete_codes]
-        upserts = [norm(c) for c in feed.upsert_codes]
+        code = F.col(f"`{feed.op_column}`").cast("string")
+        deletes, upserts = list(feed.delete_codes), list(feed.upsert_codes)
+        if feed.op_codes_ignore_case:
+            code = F.lower(code)
+            deletes, upserts = [c.lower() for c in deletes], [c.lower() for c in upserts]
         op = F.when(code.isin(deletes), F.lit("D")).when(code.isNotNull(), F.lit("U"))
         if upserts:
             op = F.when(code.isin(deletes), F.lit("D")).when(code.isin(upserts), F.lit("U"))
-            errors.append((code.isNotNull() & ~code.isin(*deletes, *upserts),
-                           F.format_string("unknown op code '%s'", F.col(f"`{feed.op_column}`").cast("string"))))
+            errors.append(
+                (
+                    code.isNotNull() & ~code.isin(*deletes, *upserts),
+                    F.format_string("unknown op code '%s'", F.col(f"`{feed.op_column}`").cast("string")),
+                )
+            )
         errors.append((code.isNull() & ~in_delete_file, F.lit(f"null op code in column '{feed.op_column}'")))
     op = F.when(in_delete_file, F.lit("D")).otherwise(op)
 
@@ -106,7 +112,13 @@ def normalize(spark: SparkSession, table: TableConfig, raw: RawFeed, files: Sequ
         selected.append(numbers[F.col(C.FILE)].cast("long").alias(FILE_SEQUENCE_COLUMN))
         data_columns.append(FILE_SEQUENCE_COLUMN)
     frame = frame.select(
-        *selected, op.alias(C.OP), error.alias(C.ERROR), C.FILE, C.BLOCK, C.ROW_ID, C.RAW,
+        *selected,
+        op.alias(C.OP),
+        error.alias(C.ERROR),
+        C.FILE,
+        C.BLOCK,
+        C.ROW_ID,
+        C.RAW,
     )
     return ChangeSet(frame=frame, data_columns=tuple(data_columns), header_lines=raw.header_lines)
 
@@ -135,7 +147,9 @@ def _check_columns_exist(table: TableConfig, raw: RawFeed, files: Sequence[FeedF
 def _ddl_types(ddl: str) -> dict[str, str]:
     from pyspark.sql.types import StructType
 
-    return {f.name: f.dataType.simpleString() for f in StructType.fromDDL(ddl).fields}
+    schema = StructType.fromDDL(ddl)
+    assert isinstance(schema, StructType)
+    return {f.name: f.dataType.simpleString() for f in schema.fields}
 
 
 def _check_type(spark: SparkSession, type_name: str, column: str) -> None:

@@ -59,8 +59,10 @@ def _handled(func: F) -> F:
                 traceback.print_exc()
             from lakemerge.spark.errors import first_line
 
-            output.err.print(f"[bold red]internal error:[/] {type(exc).__name__}: {first_line(exc)} "
-                             "(run with -v for the traceback)", soft_wrap=True)
+            output.err.print(
+                f"[bold red]internal error:[/] {type(exc).__name__}: {first_line(exc)} (run with -v for the traceback)",
+                soft_wrap=True,
+            )
             raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]
@@ -79,21 +81,38 @@ def _spark(master: str | None, verbose: bool, settings: Any = None) -> Any:
 @app.command()
 @_handled
 def apply(
-    targets: Annotated[list[str] | None, typer.Argument(
-        help="PIPELINE.toml; or, with --properties, the change files or directories to apply.",
-        show_default=False)] = None,
-    table: Annotated[list[str] | None, typer.Option(
-        "--table", "-t",
-        help="With a pipeline: the table(s) to apply (default: all). With --properties: the Delta table's "
-        "directory.")] = None,
-    properties: Annotated[Path | None, typer.Option(
-        "--properties", "-p", help="A chombo RecordSetBulkMutator .properties file (headerless delimited text).")
+    targets: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="PIPELINE.toml; or, with --properties, the change files or directories to apply.", show_default=False
+        ),
     ] = None,
-    columns: Annotated[str | None, typer.Option(
-        "--columns", help="With --properties: comma list naming the fields by ordinal (default c0, c1, ...).")
+    table: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--table",
+            "-t",
+            help="With a pipeline: the table(s) to apply (default: all). With --properties: the Delta table's "
+            "directory.",
+        ),
     ] = None,
-    types: Annotated[list[str] | None, typer.Option(
-        "--type", help="With --properties: COLUMN=TYPE casts a field (repeatable), e.g. --type price=int.")
+    properties: Annotated[
+        Path | None,
+        typer.Option(
+            "--properties", "-p", help="A chombo RecordSetBulkMutator .properties file (headerless delimited text)."
+        ),
+    ] = None,
+    columns: Annotated[
+        str | None,
+        typer.Option(
+            "--columns", help="With --properties: comma list naming the fields by ordinal (default c0, c1, ...)."
+        ),
+    ] = None,
+    types: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--type", help="With --properties: COLUMN=TYPE casts a field (repeatable), e.g. --type price=int."
+        ),
     ] = None,
     name: Annotated[str, typer.Option("--name", help="With --properties: the table's name in results.")] = "table",
     master: MasterOpt = None,
@@ -117,7 +136,10 @@ def apply(
         if not inputs:
             raise ConfigError("with --properties, give the change files or directories to apply")
         config = load_properties(
-            properties, table_path=table[0], inputs=inputs, name=name,
+            properties,
+            table_path=table[0],
+            inputs=inputs,
+            name=name,
             columns=[c.strip() for c in columns.split(",")] if columns else (),
             types=_parse_types(types or []),
         )
@@ -191,8 +213,9 @@ def show(
 @app.command()
 @_handled
 def demo(
-    directory: Annotated[Path, typer.Option("--dir", help="Working directory for the demo's files and table.")]
-    = Path("lakemerge-demo"),
+    directory: Annotated[Path, typer.Option("--dir", help="Working directory for the demo's files and table.")] = Path(
+        "lakemerge-demo"
+    ),
     master: MasterOpt = None,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -204,13 +227,15 @@ def demo(
         output.out.print("Starting Spark (the first start downloads Delta's jars) ...")
     result = run_demo(directory, spark=_spark(master, verbose))
     if json_out:
-        output.emit_json({
-            "workdir": result.workdir,
-            "table_path": result.table_path,
-            "batches": [b.to_dict() for b in result.batches],
-            "changes": [{"before": b, "after": a} for b, a in result.changes],
-            "history": [c.to_dict() for c in result.history],
-        })
+        output.emit_json(
+            {
+                "workdir": result.workdir,
+                "table_path": result.table_path,
+                "batches": [b.to_dict() for b in result.batches],
+                "changes": [{"before": b, "after": a} for b, a in result.changes],
+                "history": [c.to_dict() for c in result.history],
+            }
+        )
         return
     output.out.print(f"Demo files in {result.workdir}; table at {result.table_path}\n")
     output.out.print("[bold]Batch 1[/]: the master data creates the table")

@@ -78,15 +78,15 @@ def history(commits: Sequence[CommitInfo]) -> None:
     """The table's commits with lakemerge's metrics."""
     grid = Table(title="history", show_header=True, header_style="bold")
     for name in ("ver", "time (UTC)", "operation", "files", "read", "ins", "upd", "del", "late"):
-        grid.add_column(name, justify="right" if name not in ("operation", "time (UTC)") else "left",
-                        no_wrap=True)
+        grid.add_column(name, justify="right" if name not in ("operation", "time (UTC)") else "left", no_wrap=True)
     for c in commits:
         m = c.metrics
         grid.add_row(
-            str(c.version), c.timestamp.replace("T", " ")[:19], c.operation,
+            str(c.version),
+            c.timestamp.replace("T", " ")[:19],
+            c.operation,
             str(len(c.files)) if c.batch_id else "",
-            *[str(m.get(k, "")) if c.batch_id else "" for k in ("rows_read", "inserted", "updated", "deleted",
-                                                                 "late")],
+            *[str(m.get(k, "")) if c.batch_id else "" for k in ("rows_read", "inserted", "updated", "deleted", "late")],
         )
     out.print(grid)
 

@@ -131,7 +131,9 @@ class FeedConfig(_Model):
 
     @model_validator(mode="after")
     def _codes_disjoint(self) -> FeedConfig:
-        fold = (lambda s: s.lower()) if self.op_codes_ignore_case else (lambda s: s)
+        def fold(code: str) -> str:
+            return code.lower() if self.op_codes_ignore_case else code
+
         both = {fold(c) for c in self.delete_codes} & {fold(c) for c in self.upsert_codes}
         if both:
             raise ValueError(f"op codes {sorted(both)} are both delete_codes and upsert_codes")
@@ -188,7 +190,7 @@ class TableConfig(_Model):
         if not self.sequence and self.feed.file_order != "name_number":
             raise ValueError(
                 "with no 'sequence' columns, the file name's trailing number orders changes: "
-                "set feed.file_order = \"name_number\" or name the sequence column(s)"
+                'set feed.file_order = "name_number" or name the sequence column(s)'
             )
         return self
 
@@ -236,5 +238,6 @@ class PipelineConfig(_Model):
         except KeyError:
             raise ConfigError(
                 f"no table named '{name}'; the pipeline has: {', '.join(sorted(self.tables))}",
-                key="tables", source=self.source,
+                key="tables",
+                source=self.source,
             ) from None

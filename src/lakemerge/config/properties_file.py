@@ -27,6 +27,7 @@ from lakemerge.config.loading import validate
 from lakemerge.config.models import TableConfig
 from lakemerge.errors import ConfigError
 
+
 def parse_properties(text: str) -> dict[str, str]:
     """Parse Java ``.properties`` text as ``java.util.Properties`` does: ``key=value``,
     ``key: value`` or ``key value``; ``#``/``!`` comments; a line ending in an odd number of
@@ -165,14 +166,16 @@ def table_from_properties(
         if index >= len(names):
             raise ConfigError(
                 f"ordinal {index} is beyond the {len(names)} named columns ({', '.join(names)})",
-                key=key, source=source,
+                key=key,
+                source=source,
             )
         return names[index]
 
     ids = get("id.field.ordinals")
     if ids is None:
-        raise ConfigError("required key is missing (the key field ordinals, e.g. 0 or 0,2)",
-                          key="id.field.ordinals", source=source)
+        raise ConfigError(
+            "required key is missing (the key field ordinals, e.g. 0 or 0,2)", key="id.field.ordinals", source=source
+        )
     id_key, id_text = ids
     key_cols = [column(id_key, ordinal(id_key, part)) for part in id_text.split(",") if part.strip()]
     if not key_cols:
@@ -188,8 +191,9 @@ def table_from_properties(
         numeric = get("temporal.ordering.field.numeric")
         flag = numeric[1].strip().lower() if numeric else "true"
         if flag not in ("true", "false"):
-            raise ConfigError(f"must be true or false, got {flag!r}",
-                              key=numeric[0] if numeric else None, source=source)
+            raise ConfigError(
+                f"must be true or false, got {flag!r}", key=numeric[0] if numeric else None, source=source
+            )
         if flag == "true":
             col_types.setdefault(seq_col, "bigint")
 
@@ -202,7 +206,8 @@ def table_from_properties(
     if op_column is None and not prefix:
         raise ConfigError(
             "deletes need either op.code.field.ordinal or deleted.record.file.prefix; set one of them",
-            key="op.code.field.ordinal", source=source,
+            key="op.code.field.ordinal",
+            source=source,
         )
     delim = (get("field.delim.regex") or ("", ","))[1]
 

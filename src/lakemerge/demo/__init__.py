@@ -53,8 +53,9 @@ def run_demo(workdir: str | Path, *, spark: SparkSession) -> DemoResult:
     props.write_text(resources.files("lakemerge.demo").joinpath("mutator.properties").read_text())
 
     def table(inputs: list[str]) -> Any:
-        return load_properties(props, table_path=str(table_path), inputs=inputs, name="products",
-                               columns=COLUMNS, types=TYPES)
+        return load_properties(
+            props, table_path=str(table_path), inputs=inputs, name="products", columns=COLUMNS, types=TYPES
+        )
 
     (landing / MASTER).write_text(data.joinpath(MASTER).read_text())
     first = apply_table(table([str(landing)]), spark=spark)

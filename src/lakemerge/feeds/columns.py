@@ -5,11 +5,11 @@ from __future__ import annotations
 #: Prefix reserved for lakemerge's internal columns; feeds may not use it.
 RESERVED_PREFIX = "_lm_"
 
-FILE = "_lm_file"            # index of the source file in file order
-BLOCK = "_lm_block"          # start offset of the split the row came from
-ROW_ID = "_lm_rowid"         # increasing id within a split (position within the file)
-RAW = "_lm_raw"              # the raw record text, for error messages and quarantine
+FILE = "_lm_file"  # index of the source file in file order
+BLOCK = "_lm_block"  # start offset of the split the row came from
+ROW_ID = "_lm_rowid"  # increasing id within a split (position within the file)
+RAW = "_lm_raw"  # the raw record text, for error messages and quarantine
 MALFORMED = "_lm_malformed"  # why the reader could not parse the row, or null
-OP = "_lm_op"                # normalised operation: 'U' (upsert) or 'D' (delete)
-ERROR = "_lm_error"          # why the row is bad, or null
-OUTCOME = "_lm_outcome"      # what the row does to the table (see apply.classify)
+OP = "_lm_op"  # normalised operation: 'U' (upsert) or 'D' (delete)
+ERROR = "_lm_error"  # why the row is bad, or null
+OUTCOME = "_lm_outcome"  # what the row does to the table (see apply.classify)

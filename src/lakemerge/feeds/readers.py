@@ -60,8 +60,9 @@ def read_feed(spark: SparkSession, feed: FeedConfig, files: Sequence[FeedFile]) 
         raw = _read_parquet(spark, paths)
     for name in raw.columns:
         if name.startswith(C.RESERVED_PREFIX):
-            raise InputError(f"column '{name}' uses the prefix '{C.RESERVED_PREFIX}' reserved for lakemerge",
-                             path=paths[0])
+            raise InputError(
+                f"column '{name}' uses the prefix '{C.RESERVED_PREFIX}' reserved for lakemerge", path=paths[0]
+            )
     dupes = sorted({c for c in raw.columns if [x.lower() for x in raw.columns].count(c.lower()) > 1})
     if dupes:
         raise InputError(f"duplicate column names {dupes}", path=paths[0])
@@ -117,6 +118,7 @@ def _ddl_names(spark: SparkSession, ddl: str) -> tuple[str, ...]:
 
     try:
         schema = StructType.fromDDL(ddl)
+        assert isinstance(schema, StructType)
     except Exception as exc:
         from lakemerge.errors import ConfigError
 
@@ -157,8 +159,9 @@ def _read_csv(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -> _R
     frame = frame.select(
         *[F.col(f"`{n}`") for n in names],
         F.col(_CORRUPT).alias(C.RAW),
-        F.when(F.col(_CORRUPT).isNotNull(), F.lit("malformed record: wrong number of fields or bad quoting"))
-        .alias(C.MALFORMED),
+        F.when(F.col(_CORRUPT).isNotNull(), F.lit("malformed record: wrong number of fields or bad quoting")).alias(
+            C.MALFORMED
+        ),
         "_metadata",
     )
     frame = _position(frame)
@@ -189,8 +192,9 @@ def _read_text(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -> _
         F.size(fields) != width,
         F.format_string(f"wrong number of fields: expected {width}, found %d", F.size(fields)),
     )
-    frame = text.select(*cols, F.col("value").alias(C.RAW), malformed.alias(C.MALFORMED),
-                        C.BLOCK, C.ROW_ID, "_metadata")
+    frame = text.select(
+        *cols, F.col("value").alias(C.RAW), malformed.alias(C.MALFORMED), C.BLOCK, C.ROW_ID, "_metadata"
+    )
     return _Read(frame, tuple(names), 1 if feed.header else 0)
 
 
@@ -199,13 +203,17 @@ def _read_json(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -> _
     from pyspark.sql.types import StringType, StructField, StructType
 
     if feed.schema_ddl:
-        schema = StructType.fromDDL(feed.schema_ddl)
+        parsed = StructType.fromDDL(feed.schema_ddl)
+        assert isinstance(parsed, StructType)
+        schema = parsed
     else:
         schema = spark.read.option("mode", "PERMISSIVE").json(list(paths)).schema
     data_fields = [f for f in schema.fields if f.name != "_corrupt_record"]
     full = StructType([*data_fields, StructField(_CORRUPT, StringType())])
     frame = (
-        spark.read.schema(full).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", _CORRUPT)
+        spark.read.schema(full)
+        .option("mode", "PERMISSIVE")
+        .option("columnNameOfCorruptRecord", _CORRUPT)
         .json(list(paths))
     )
     names = [f.name for f in data_fields]

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from lakemerge.errors import ConflictError, InputError, LakemergeError
 
-_CONFLICTS = ("ConcurrentAppendException", "ConcurrentDeleteReadException", "ConcurrentDeleteDeleteException",
-              "ConcurrentTransactionException", "MetadataChangedException", "ProtocolChangedException",
-              "ConcurrentWriteException")
+_CONFLICTS = (
+    "ConcurrentAppendException",
+    "ConcurrentDeleteReadException",
+    "ConcurrentDeleteDeleteException",
+    "ConcurrentTransactionException",
+    "MetadataChangedException",
+    "ProtocolChangedException",
+    "ConcurrentWriteException",
+)
 
 
 def first_line(exc: BaseException) -> str:

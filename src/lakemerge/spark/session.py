@@ -35,8 +35,9 @@ _DEFAULTS: dict[str, str] = {
 
 def default_log_file() -> str:
     """Where Spark's log goes when the settings name no file."""
-    return os.path.join(tempfile.gettempdir(), f"lakemerge-{os.getuid() if hasattr(os, 'getuid') else 'user'}",
-                        "spark.log")
+    return os.path.join(
+        tempfile.gettempdir(), f"lakemerge-{os.getuid() if hasattr(os, 'getuid') else 'user'}", "spark.log"
+    )
 
 
 def get_spark(settings: SparkSettings | None = None, *, verbose: bool = False) -> SparkSession:
@@ -56,8 +57,13 @@ def get_spark(settings: SparkSettings | None = None, *, verbose: bool = False) -
 
     conf = dict(_DEFAULTS)
     if settings.master.startswith("local"):
-        conf.update({"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "8",
-                     "spark.databricks.delta.snapshotPartitions": "4"})
+        conf.update(
+            {
+                "spark.ui.enabled": "false",
+                "spark.sql.shuffle.partitions": "8",
+                "spark.databricks.delta.snapshotPartitions": "4",
+            }
+        )
     conf.update(settings.conf)
     packages = [DELTA_PACKAGE, *settings.packages]
     extra = conf.get("spark.jars.packages")

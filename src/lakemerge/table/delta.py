@@ -42,13 +42,12 @@ def table_exists(spark: SparkSession, path: str) -> bool:
     if DeltaTable.isDeltaTable(spark, path):
         return True
     jvm = spark.sparkContext._jvm
+    assert jvm is not None
     hpath = jvm.org.apache.hadoop.fs.Path(path)
     fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
     if fs.exists(hpath) and fs.isFile(hpath):
         raise TableError(f"{path}: table path is a file, not a Delta table directory")
-    if fs.exists(hpath) and any(
-        not str(s.getPath().getName()).startswith((".", "_")) for s in fs.listStatus(hpath)
-    ):
+    if fs.exists(hpath) and any(not str(s.getPath().getName()).startswith((".", "_")) for s in fs.listStatus(hpath)):
         raise TableError(f"{path}: directory exists and is not a Delta table; refusing to write into it")
     return False
 
@@ -114,9 +113,7 @@ def history_rows(spark: SparkSession, path: str, limit: int | None = None) -> li
 
     table = DeltaTable.forPath(spark, path)
     frame = table.history(limit) if limit else table.history()
-    return list(
-        frame.select("version", "timestamp", "operation", "operationMetrics", "userMetadata").collect()
-    )
+    return list(frame.select("version", "timestamp", "operation", "operationMetrics", "userMetadata").collect())
 
 
 def applied_files(spark: SparkSession, path: str) -> dict[str, tuple[AppliedFile, int]]:

@@ -28,16 +28,18 @@ def history(spark: SparkSession, path: str, *, limit: int | None = None) -> list
     commits = []
     for row in history_rows(spark, path, limit):
         record = parse_record(row["userMetadata"]) or {}
-        commits.append(CommitInfo(
-            version=int(row["version"]),
-            timestamp=row["timestamp"].isoformat(),
-            operation=str(row["operation"]),
-            batch_id=record.get("batch_id"),
-            table=record.get("table"),
-            metrics={k: int(v) for k, v in (record.get("metrics") or {}).items()},
-            files=tuple(AppliedFile(**f) for f in record.get("files", [])),
-            operation_metrics=dict(row["operationMetrics"] or {}),
-        ))
+        commits.append(
+            CommitInfo(
+                version=int(row["version"]),
+                timestamp=row["timestamp"].isoformat(),
+                operation=str(row["operation"]),
+                batch_id=record.get("batch_id"),
+                table=record.get("table"),
+                metrics={k: int(v) for k, v in (record.get("metrics") or {}).items()},
+                files=tuple(AppliedFile(**f) for f in record.get("files", [])),
+                operation_metrics=dict(row["operationMetrics"] or {}),
+            )
+        )
     return commits
 
 
@@ -46,9 +48,7 @@ def show(spark: SparkSession, path: str, *, sample: int = 10) -> TableSummary:
     from delta.tables import DeltaTable
 
     require_table(spark, path)
-    detail = DeltaTable.forPath(spark, path).detail().select(
-        "numFiles", "sizeInBytes", "partitionColumns"
-    ).collect()[0]
+    detail = DeltaTable.forPath(spark, path).detail().select("numFiles", "sizeInBytes", "partitionColumns").collect()[0]
     version = int(DeltaTable.forPath(spark, path).history(1).select("version").collect()[0][0])
     frame = spark.read.format("delta").load(path)
     rows = frame.count()
@@ -77,10 +77,14 @@ def changed_records(
     else:
         before = spark.read.format("delta").option("versionAsOf", version - 1).load(path)
     cols = [c for c in after.columns if c in before.columns]
-    b = before.select(*[F.col(f"`{c}`").alias(f"b_{i}") for i, c in enumerate(before.columns)],
-                      F.hash(*[F.col(f"`{c}`") for c in cols]).alias("b_hash"))
-    a = after.select(*[F.col(f"`{c}`").alias(f"a_{i}") for i, c in enumerate(after.columns)],
-                     F.hash(*[F.col(f"`{c}`") for c in cols]).alias("a_hash"))
+    b = before.select(
+        *[F.col(f"`{c}`").alias(f"b_{i}") for i, c in enumerate(before.columns)],
+        F.hash(*[F.col(f"`{c}`") for c in cols]).alias("b_hash"),
+    )
+    a = after.select(
+        *[F.col(f"`{c}`").alias(f"a_{i}") for i, c in enumerate(after.columns)],
+        F.hash(*[F.col(f"`{c}`") for c in cols]).alias("a_hash"),
+    )
     bk = [f"b_{before.columns.index(k)}" for k in key]
     ak = [f"a_{after.columns.index(k)}" for k in key]
     cond = None
