@@ -6,10 +6,13 @@ The models are frozen: a configuration is a value, built once (from TOML, from a
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from lakemerge.config.loading import is_uri
 
 FeedFormat = Literal["csv", "text", "json", "parquet"]
 FileOrder = Literal["name", "name_number"]
@@ -19,6 +22,13 @@ FileOrder = Literal["name", "name_number"]
 FILE_SEQUENCE_COLUMN = "_lm_sequence"
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def absolute(path: str) -> str:
+    """A local path made absolute against the current directory; URIs (``s3a://...``) unchanged.
+
+    Spark resolves relative paths against the JVM's directory, which need not be Python's."""
+    return path if not path or is_uri(path) or os.path.isabs(path) else os.path.abspath(path)
 
 
 class _Model(BaseModel):
@@ -104,7 +114,7 @@ class FeedConfig(_Model):
     def _non_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         if not value or any(not v.strip() for v in value):
             raise ValueError("needs at least one non-empty path")
-        return value
+        return tuple(absolute(v) for v in value)
 
     @field_validator("delimiter")
     @classmethod
@@ -167,6 +177,13 @@ class TableConfig(_Model):
     @classmethod
     def _one_or_many(cls, value: object) -> object:
         return (value,) if isinstance(value, str) else value
+
+    @field_validator("path")
+    @classmethod
+    def _absolute_path(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return absolute(value)
 
     @field_validator("key")
     @classmethod

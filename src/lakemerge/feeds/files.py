@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lakemerge.config.models import absolute
 from lakemerge.errors import InputError
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ def list_feed_files(spark: SparkSession, locations: Iterable[str], *, file_order
     jvm = spark.sparkContext._jvm
     hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
     seen: dict[str, FeedFile] = {}
-    for location in locations:
+    for location in map(absolute, locations):
         for status in _statuses(jvm, hadoop_conf, location):
             path = status.getPath()
             item = FeedFile(
