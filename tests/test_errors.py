@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.helpers import read_table, table_version, write_lines
 from typer.testing import CliRunner
 
 import lakemerge
 from lakemerge.cli.app import app
+from tests.helpers import read_table, table_version, write_lines
 
 runner = CliRunner()
 SCHEMA = "id INT, seq BIGINT, op STRING, v STRING"

@@ -29,7 +29,10 @@ def test_readme_pipeline_and_python_example(spark: object, tmp_path: Path, monke
     monkeypatch.chdir(tmp_path)
     exec(compile(block("python"), "README.md", "exec"), {})
     rows = read_table(tmp_path / "lake" / "products", ["product_id", "price", "updated_at"])
-    assert rows == [{"product_id": "P1", "price": 489, "updated_at": 11}, {"product_id": "P2", "price": 1, "updated_at": 5}]
+    assert rows == [
+        {"product_id": "P1", "price": 489, "updated_at": 11},
+        {"product_id": "P2", "price": 1, "updated_at": 5},
+    ]
     assert lakemerge.load_pipeline(tmp_path / "pipeline.toml").table("products").partition_by == ("category",)
 
 

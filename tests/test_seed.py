@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.helpers import read_table, table_columns, table_version, write_lines
 from typer.testing import CliRunner
 
 import lakemerge
 from lakemerge.cli.app import app
+from tests.helpers import read_table, table_columns, table_version, write_lines
 
 MASTER = [
     "R217970F17,wearables,misfit,103,21,1427761080",

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import deltalake
 import pytest
-from tests.helpers import read_table, table_columns, table_version, write_lines
 
 import lakemerge
+from tests.helpers import read_table, table_columns, table_version, write_lines
 
 SCHEMA = "id INT, part STRING, seq BIGINT, op STRING, v STRING"
 HEADER = "id,part,seq,op,v"
