@@ -51,6 +51,7 @@ def apply_table(
     from pyspark.sql import functions as F
 
     started = time.monotonic()
+    started_at = int(time.time() * 1000)
     batch_id = uuid.uuid4().hex
     found = list_feed_files(spark, inputs or table.feed.location, file_order=table.feed.file_order)
     exists = delta.table_exists(spark, table.path)
@@ -113,6 +114,7 @@ def apply_table(
         record = {
             "batch_id": batch_id,
             "table": table.name,
+            "started_at": started_at,
             "metrics": metrics.__dict__,
             "files": [a.__dict__ for a in applied],
         }

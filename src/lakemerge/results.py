@@ -84,6 +84,7 @@ class CommitInfo:
     Attributes:
         version / timestamp / operation: Delta's own.
         batch_id, metrics, files: lakemerge's record of the batch, when a batch wrote the commit.
+        seconds: the batch's duration, from its start to its commit.
         operation_metrics: Delta's metrics (files and bytes added and removed, rows, time).
     """
 
@@ -92,6 +93,7 @@ class CommitInfo:
     operation: str
     batch_id: str | None = None
     table: str | None = None
+    seconds: float | None = None
     metrics: dict[str, int] = field(default_factory=dict)
     files: tuple[AppliedFile, ...] = ()
     operation_metrics: dict[str, str] = field(default_factory=dict)

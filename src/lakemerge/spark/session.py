@@ -34,7 +34,10 @@ _DEFAULTS: dict[str, str] = {
 
 
 def default_log_file() -> str:
-    """Where Spark's log goes when the settings name no file."""
+    """Where Spark's log goes when the settings name no file: ``$LAKEMERGE_SPARK_LOG``, else a
+    file under the temp directory."""
+    if os.environ.get("LAKEMERGE_SPARK_LOG"):
+        return os.environ["LAKEMERGE_SPARK_LOG"]
     return os.path.join(
         tempfile.gettempdir(), f"lakemerge-{os.getuid() if hasattr(os, 'getuid') else 'user'}", "spark.log"
     )

@@ -113,7 +113,11 @@ def history_rows(spark: SparkSession, path: str, limit: int | None = None) -> li
 
     table = DeltaTable.forPath(spark, path)
     frame = table.history(limit) if limit else table.history()
-    return list(frame.select("version", "timestamp", "operation", "operationMetrics", "userMetadata").collect())
+    return list(
+        frame.selectExpr(
+            "version", "unix_millis(timestamp) AS ts_ms", "operation", "operationMetrics", "userMetadata"
+        ).collect()
+    )
 
 
 def applied_files(spark: SparkSession, path: str) -> dict[str, tuple[AppliedFile, int]]:

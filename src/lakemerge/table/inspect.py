@@ -4,6 +4,7 @@ changed. Only metadata, counts and small bounded samples reach the driver."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from lakemerge.errors import TableError
@@ -28,13 +29,16 @@ def history(spark: SparkSession, path: str, *, limit: int | None = None) -> list
     commits = []
     for row in history_rows(spark, path, limit):
         record = parse_record(row["userMetadata"]) or {}
+        committed_ms = int(row["ts_ms"])
+        started = record.get("started_at")
         commits.append(
             CommitInfo(
                 version=int(row["version"]),
-                timestamp=row["timestamp"].isoformat(),
+                timestamp=datetime.fromtimestamp(committed_ms / 1000, tz=UTC).isoformat(),
                 operation=str(row["operation"]),
                 batch_id=record.get("batch_id"),
                 table=record.get("table"),
+                seconds=round(max(0, committed_ms - int(started)) / 1000, 3) if started else None,
                 metrics={k: int(v) for k, v in (record.get("metrics") or {}).items()},
                 files=tuple(AppliedFile(**f) for f in record.get("files", [])),
                 operation_metrics=dict(row["operationMetrics"] or {}),
