@@ -7,76 +7,104 @@ feeds (list, read) → changes (normalize, validate, collapse) → apply (classi
 from __future__ import annotations
 
 import contextlib
+import random
 import time
 import uuid
 from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 from lakemerge.apply import Outcome, classify, write_changes
 from lakemerge.changes import collapse, normalize
 from lakemerge.changes.normalize import first_bad_row
 from lakemerge.config.models import TableConfig
-from lakemerge.errors import AccountingError, SchemaError
+from lakemerge.errors import AccountingError, ConflictError, SchemaError
+from lakemerge.feeds import FeedFile, list_feed_files, read_feed
 from lakemerge.feeds import columns as C
-from lakemerge.feeds import list_feed_files, read_feed
 from lakemerge.results import AppliedFile, BatchMetrics, BatchResult
 from lakemerge.spark.errors import translate
 from lakemerge.table import delta
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 
-def apply_table(
-    table: TableConfig,
-    *,
-    spark: SparkSession,
-    inputs: Sequence[str] | None = None,
-) -> BatchResult:
-    """Apply every change file of ``table``'s feed (or ``inputs``) not applied yet, in one commit.
+@dataclass
+class BatchPlan:
+    """A batch read, validated, collapsed and classified, ready to commit (or to show, in a dry run).
 
-    Args:
-        table: the table and its feed.
-        spark: the session to work in.
-        inputs: files or directories to read instead of ``table.feed.location``.
+    Holds persisted frames: call :meth:`release` when done.
+    """
 
-    Returns:
-        The batch's result; ``version`` is ``None`` when no new file was found.
+    table: TableConfig
+    batch_id: str
+    started: float
+    started_at: int
+    files: tuple[FeedFile, ...]
+    skipped: tuple[str, ...]
+    exists: bool
+    txn_version: int
+    data_columns: tuple[str, ...]
+    metrics: BatchMetrics
+    classified: DataFrame
+    frames: tuple[DataFrame, ...]
+
+    def release(self) -> None:
+        """Unpersist the cached frames."""
+        for frame in self.frames:
+            frame.unpersist()
+
+    @property
+    def applied(self) -> tuple[AppliedFile, ...]:
+        """The files as the commit records them."""
+        return tuple(AppliedFile(path=f.path, size=f.size, modified=f.modified) for f in self.files)
+
+
+def select_files(
+    spark: SparkSession, table: TableConfig, inputs: Sequence[str] | None
+) -> tuple[list[FeedFile], tuple[str, ...], bool]:
+    """The batch's files: pending files in file order, up to the table's batch limits (at least
+    one file); also the files skipped as already applied, and whether the table exists."""
+    found = list_feed_files(spark, inputs or table.feed.location, file_order=table.feed.file_order)
+    exists = delta.table_exists(spark, table.path)
+    ledger = delta.applied_files(spark, table.path) if exists else {}
+    pending = [f for f in found if not delta.check_unchanged(ledger, f.path, f.size, f.modified)]
+    skipped = tuple(f.path for f in found if f.path in ledger)
+    chosen: list[FeedFile] = []
+    size = 0
+    for item in pending:
+        if chosen and table.max_files_per_batch is not None and len(chosen) >= table.max_files_per_batch:
+            break
+        if chosen and table.max_bytes_per_batch is not None and size + item.size > table.max_bytes_per_batch:
+            break
+        chosen.append(item)
+        size += item.size
+    return chosen, skipped, exists
+
+
+def plan_batch(
+    table: TableConfig, *, spark: SparkSession, inputs: Sequence[str] | None = None
+) -> BatchPlan | NothingPending:
+    """Read and classify the next batch of ``table``.
 
     Raises:
-        InputError: a path is missing or a record is bad (nothing is committed).
-        SchemaError: the feed's columns cannot be written to the table (nothing is committed).
+        InputError: a path is missing or a record is bad.
+        SchemaError: the feed's columns cannot be written to the table.
     """
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    started = time.monotonic()
-    started_at = int(time.time() * 1000)
-    batch_id = uuid.uuid4().hex
-    found = list_feed_files(spark, inputs or table.feed.location, file_order=table.feed.file_order)
-    exists = delta.table_exists(spark, table.path)
-    ledger = delta.applied_files(spark, table.path) if exists else {}
-    files = [f for f in found if not delta.check_unchanged(ledger, f.path, f.size, f.modified)]
-    skipped = tuple(f.path for f in found if f.path in ledger)
+    started, started_at = time.monotonic(), int(time.time() * 1000)
+    files, skipped, exists = select_files(spark, table, inputs)
     if not files:
-        return BatchResult(
-            table=table.name,
-            path=table.path,
-            batch_id=batch_id,
-            version=None,
-            created=False,
-            files=(),
-            skipped_files=skipped,
-            metrics=BatchMetrics(),
-            seconds=time.monotonic() - started,
-        )
-
+        return NothingPending(skipped)
+    txn = delta.txn_version(spark, table.path) if exists else 0
     try:
         changes = normalize(spark, table, read_feed(spark, table.feed, files), files)
     except Exception as exc:
         raise (translate(exc, reading=True) or exc) from exc
     frame = changes.frame.persist(StorageLevel.MEMORY_AND_DISK)
-    classified = None
+    frames = [frame]
     try:
         try:
             stats = frame.agg(F.count(F.lit(1)), F.count(C.ERROR)).collect()[0]
@@ -93,61 +121,200 @@ def apply_table(
             _check_table_columns(table, stored.columns)
             valid = delta.conform(valid, stored, changes.data_columns, feed=", ".join(table.feed.location))
         latest = collapse(valid, key=table.key, sequence=table.sequence_columns)
-        classified = classify(latest, stored, key=table.key, sequence=table.sequence_columns).persist(
-            StorageLevel.MEMORY_AND_DISK
-        )
+        classified = classify(
+            latest, stored, key=table.key, sequence=table.sequence_columns, partition_by=table.partition_by
+        ).persist(StorageLevel.MEMORY_AND_DISK)
+        frames.append(classified)
         counts = {str(r[0]): int(r[1]) for r in classified.groupBy(C.OUTCOME).count().collect()}
-        collapsed = sum(counts.values())
-        metrics = BatchMetrics(
-            rows_read=rows_read,
-            rows_bad=rows_bad,
-            changes=collapsed,
-            superseded=rows_read - rows_bad - collapsed,
-            inserted=counts.get(Outcome.INSERT, 0),
-            updated=counts.get(Outcome.UPDATE, 0),
-            deleted=counts.get(Outcome.DELETE, 0),
-            late=counts.get(Outcome.LATE, 0),
-            deletes_absent=counts.get(Outcome.ABSENT, 0),
-        )
-        _check_accounting(metrics)
-        applied = tuple(AppliedFile(path=f.path, size=f.size, modified=f.modified) for f in files)
-        record = {
-            "batch_id": batch_id,
-            "table": table.name,
-            "started_at": started_at,
-            "metrics": metrics.__dict__,
-            "files": [a.__dict__ for a in applied],
-        }
-        with delta.commit_record(spark, record), _translated():
-            write_changes(
-                spark,
-                table,
-                classified,
-                data_columns=changes.data_columns,
-                exists=exists,
-                writes=metrics.inserted + metrics.updated + metrics.deleted,
-                batch_id=batch_id,
-            )
-    finally:
-        frame.unpersist()
-        if classified is not None:
-            classified.unpersist()
+    except BaseException:
+        for item in frames:
+            item.unpersist()
+        raise
+    collapsed = sum(counts.values())
+    metrics = BatchMetrics(
+        rows_read=rows_read,
+        rows_bad=rows_bad,
+        changes=collapsed,
+        superseded=rows_read - rows_bad - collapsed,
+        inserted=counts.get(Outcome.INSERT, 0),
+        updated=counts.get(Outcome.UPDATE, 0),
+        deleted=counts.get(Outcome.DELETE, 0),
+        late=counts.get(Outcome.LATE, 0),
+        deletes_absent=counts.get(Outcome.ABSENT, 0),
+    )
+    return BatchPlan(
+        table=table,
+        batch_id=uuid.uuid4().hex,
+        started=started,
+        started_at=started_at,
+        files=tuple(files),
+        skipped=skipped,
+        exists=exists,
+        txn_version=txn + 1,
+        data_columns=changes.data_columns,
+        metrics=metrics,
+        classified=classified,
+        frames=tuple(frames),
+    )
 
-    version, op_metrics = delta.find_commit(spark, table.path, batch_id)
+
+class _Superseded(Exception):
+    """Another writer committed this batch number first; the batch must be planned again."""
+
+
+def commit_batch(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
+    """Write the plan as one Delta commit carrying its record.
+
+    Raises:
+        AccountingError: the plan's counts do not add up (nothing is committed).
+        _Superseded: a concurrent writer took the batch number (nothing of this plan is committed).
+    """
+    metrics = plan.metrics
+    check_accounting(metrics)
+    record = {
+        "batch_id": plan.batch_id,
+        "table": plan.table.name,
+        "started_at": plan.started_at,
+        "txn_version": plan.txn_version,
+        "metrics": asdict(metrics),
+        "files": [asdict(a) for a in plan.applied],
+    }
+    with delta.commit_record(spark, record, txn_version=plan.txn_version), _translated():
+        write_changes(
+            spark,
+            plan.table,
+            plan.classified,
+            data_columns=plan.data_columns,
+            exists=plan.exists,
+            writes=metrics.inserted + metrics.updated + metrics.deleted,
+            txn_version=plan.txn_version,
+        )
+    found = delta.find_commit(spark, plan.table.path, plan.batch_id)
+    if found is None:
+        raise _Superseded()
+    version, op_metrics = found
+    removed = int(op_metrics.get("numTargetFilesRemoved", op_metrics.get("numRemovedFiles", 0)))
+    return BatchResult(
+        table=plan.table.name,
+        path=plan.table.path,
+        batch_id=plan.batch_id,
+        version=version,
+        created=not plan.exists,
+        files=plan.applied,
+        skipped_files=plan.skipped,
+        metrics=metrics,
+        seconds=round(time.monotonic() - plan.started, 3),
+        files_added=int(op_metrics.get("numTargetFilesAdded", op_metrics.get("numFiles", 0))),
+        files_removed=removed,
+        bytes_added=int(op_metrics.get("numTargetBytesAdded", op_metrics.get("numOutputBytes", 0))),
+        bytes_removed=int(op_metrics.get("numTargetBytesRemoved", op_metrics.get("numRemovedBytes", 0))),
+        files_touched=removed,
+    )
+
+
+def apply_table(
+    table: TableConfig,
+    *,
+    spark: SparkSession,
+    inputs: Sequence[str] | None = None,
+    dry_run: bool = False,
+) -> BatchResult:
+    """Apply the next batch of ``table``'s feed (or of ``inputs``) in one commit.
+
+    The batch is every pending file, in file order, up to the table's batch limits. A commit that
+    loses a race to a concurrent writer is planned again from scratch (the files it had may now be
+    applied), with exponential backoff, up to ``table.commit_attempts`` times.
+
+    Args:
+        table: the table and its feed.
+        spark: the session to work in.
+        inputs: files or directories to read instead of ``table.feed.location``.
+        dry_run: plan the batch and report what it would do, committing nothing.
+
+    Returns:
+        The batch's result; ``version`` is ``None`` when no file was pending (or in a dry run).
+
+    Raises:
+        InputError: a path is missing or a record is bad (nothing is committed).
+        SchemaError: the feed's columns cannot be written to the table (nothing is committed).
+        ConflictError: concurrent writers won every attempt.
+    """
+    started = time.monotonic()
+    for attempt in range(1, table.commit_attempts + 1):
+        plan = plan_batch(table, spark=spark, inputs=inputs)
+        if isinstance(plan, NothingPending):
+            return _nothing(table, plan.skipped, started)
+        try:
+            if dry_run:
+                return preview(plan, spark=spark)
+            return commit_batch(plan, spark=spark)
+        except (_Superseded, ConflictError) as exc:
+            if attempt == table.commit_attempts:
+                raise ConflictError(
+                    f"{table.path}: gave up after {attempt} attempts: concurrent writers kept changing the table "
+                    f"({exc or 'batch number taken'}); nothing of this batch was committed"
+                ) from None
+            time.sleep(min(30.0, 0.2 * 2**attempt) * (0.5 + random.random()))
+        finally:
+            plan.release()
+    raise AssertionError("unreachable")
+
+
+def preview(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
+    """What committing ``plan`` would do, committing nothing: the metrics, and how many stored
+    files and partitions the changes touch."""
+    from pyspark.sql import functions as F
+
+    frame = plan.classified
+    outcome = F.col(C.OUTCOME)
+    matched = outcome.isin(Outcome.UPDATE.value, Outcome.DELETE.value)
+    partition_by = plan.table.partition_by
+    aggregates = [F.count_distinct(F.when(matched, F.col(C.STORED_FILE))).alias("files")] if plan.exists else []
+    if partition_by:
+        new = F.when(
+            outcome.isin(Outcome.INSERT.value, Outcome.UPDATE.value),
+            F.to_json(F.struct(*[F.col(f"`{c}`") for c in partition_by])),
+        )
+        old = F.when(matched, F.col(C.STORED_PARTITION)) if plan.exists else F.lit(None).cast("string")
+        touched = frame.select(F.explode(F.array(new, old)).alias("p")).filter("p IS NOT NULL")
+        partitions = touched.distinct().count()
+    else:
+        partitions = 1 if plan.metrics.inserted + plan.metrics.updated + plan.metrics.deleted else 0
+    files = int(frame.agg(*aggregates).collect()[0]["files"]) if aggregates else 0
+    return BatchResult(
+        table=plan.table.name,
+        path=plan.table.path,
+        batch_id=plan.batch_id,
+        version=None,
+        created=not plan.exists,
+        files=plan.applied,
+        skipped_files=plan.skipped,
+        metrics=plan.metrics,
+        seconds=round(time.monotonic() - plan.started, 3),
+        dry_run=True,
+        files_touched=files,
+        partitions_touched=partitions,
+    )
+
+
+@dataclass(frozen=True)
+class NothingPending:
+    """No file is pending; ``skipped`` lists the files found but already applied."""
+
+    skipped: tuple[str, ...]
+
+
+def _nothing(table: TableConfig, skipped: tuple[str, ...], started: float) -> BatchResult:
     return BatchResult(
         table=table.name,
         path=table.path,
-        batch_id=batch_id,
-        version=version,
-        created=not exists,
-        files=applied,
+        batch_id=uuid.uuid4().hex,
+        version=None,
+        created=False,
+        files=(),
         skipped_files=skipped,
-        metrics=metrics,
+        metrics=BatchMetrics(),
         seconds=round(time.monotonic() - started, 3),
-        files_added=int(op_metrics.get("numTargetFilesAdded", op_metrics.get("numFiles", 0))),
-        files_removed=int(op_metrics.get("numTargetFilesRemoved", op_metrics.get("numRemovedFiles", 0))),
-        bytes_added=int(op_metrics.get("numTargetBytesAdded", op_metrics.get("numOutputBytes", 0))),
-        bytes_removed=int(op_metrics.get("numTargetBytesRemoved", op_metrics.get("numRemovedBytes", 0))),
     )
 
 
@@ -170,7 +337,8 @@ def _check_table_columns(table: TableConfig, stored_columns: Sequence[str]) -> N
                 )
 
 
-def _check_accounting(m: BatchMetrics) -> None:
+def check_accounting(m: BatchMetrics) -> None:
+    """Raise AccountingError unless every row read is accounted for."""
     total = m.inserted + m.updated + m.deleted + m.late + m.deletes_absent + m.superseded + m.rows_bad
     if total != m.rows_read:
         raise AccountingError(

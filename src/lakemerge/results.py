@@ -56,6 +56,10 @@ class BatchResult:
         skipped_files: files found but already applied by an earlier batch.
         metrics: row accounting; ``seconds`` the batch's wall time.
         files_added / files_removed / bytes_added / bytes_removed: Delta's data-file metrics.
+        dry_run: the batch was only planned; nothing was committed.
+        files_touched: stored data files holding rows the batch updates or deletes (a dry run counts
+            them; a real run reports the files Delta rewrote).
+        partitions_touched: partitions the batch writes to (dry runs only).
     """
 
     table: str
@@ -71,6 +75,9 @@ class BatchResult:
     files_removed: int = 0
     bytes_added: int = 0
     bytes_removed: int = 0
+    dry_run: bool = False
+    files_touched: int | None = None
+    partitions_touched: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready form (the CLI's ``--json`` output)."""

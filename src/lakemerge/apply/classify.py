@@ -45,8 +45,18 @@ def newer_or_equal(source: str, target: str, sequence: Sequence[str]) -> str:
     return f"struct({left}) >= struct({right})"
 
 
-def classify(changes: DataFrame, table: DataFrame | None, *, key: Sequence[str], sequence: Sequence[str]) -> DataFrame:
-    """Add ``_lm_outcome`` to each collapsed change, comparing with ``table`` (``None``: no table yet)."""
+def classify(
+    changes: DataFrame,
+    table: DataFrame | None,
+    *,
+    key: Sequence[str],
+    sequence: Sequence[str],
+    partition_by: Sequence[str] = (),
+) -> DataFrame:
+    """Add ``_lm_outcome`` to each collapsed change, comparing with ``table`` (``None``: no table yet).
+
+    Matched changes also get the stored row's data file (``_lm_t_file``) and partition values
+    (``_lm_t_partition``), for dry runs to count what a batch touches."""
     from pyspark.sql import functions as F
 
     op = F.col(C.OP)
@@ -57,6 +67,10 @@ def classify(changes: DataFrame, table: DataFrame | None, *, key: Sequence[str],
         *[F.col(f"`{k}`").alias(f"_lm_t_{i}") for i, k in enumerate(key)],
         F.struct(*[F.col(f"`{c}`") for c in sequence]).alias("_lm_t_seq"),
         F.lit(True).alias("_lm_t_found"),
+        F.col("_metadata.file_path").alias(C.STORED_FILE),
+        F.to_json(F.struct(*[F.col(f"`{c}`") for c in partition_by])).alias(C.STORED_PARTITION)
+        if partition_by
+        else F.lit(None).cast("string").alias(C.STORED_PARTITION),
     )
     condition = None
     for i, k in enumerate(key):

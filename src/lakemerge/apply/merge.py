@@ -29,13 +29,14 @@ def write_changes(
     data_columns: Sequence[str],
     exists: bool,
     writes: int,
-    batch_id: str,
+    txn_version: int,
 ) -> None:
     """Commit the ``insert``/``update``/``delete`` rows of ``classified`` to ``table.path``.
 
     ``writes`` is how many rows the batch writes. When it is zero on an existing table (every
     change late, or deletes of absent keys), Delta would make no commit at all; a metadata-only
-    commit then records the batch, so its files are never applied again.
+    commit then records the batch, so its files are never applied again. It sets the table property
+    ``lakemerge.batch`` to the batch number, so that two such commits racing conflict in Delta.
     """
     from pyspark.sql import functions as F
 
@@ -51,7 +52,7 @@ def write_changes(
 
     if writes == 0:
         quoted = table.path.replace("`", "``")
-        spark.sql(f"ALTER TABLE delta.`{quoted}` SET TBLPROPERTIES ('lakemerge.batch' = '{batch_id}')")
+        spark.sql(f"ALTER TABLE delta.`{quoted}` SET TBLPROPERTIES ('lakemerge.batch' = '{txn_version}')")
         return
 
     from delta.tables import DeltaTable

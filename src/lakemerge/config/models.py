@@ -164,6 +164,10 @@ class TableConfig(_Model):
             ``_lm_sequence`` column so later batches compare against it.
         partition_by: partition columns of the table (used when lakemerge creates it).
         feed: where the changes come from.
+        max_files_per_batch / max_bytes_per_batch: limits of one batch (at least one file is taken);
+            later files wait for the next batch.
+        commit_attempts: how many times a batch is planned and committed again when a concurrent
+            writer wins the race, with exponential backoff, before giving up with a ConflictError.
     """
 
     name: str
@@ -172,6 +176,9 @@ class TableConfig(_Model):
     sequence: tuple[str, ...] = ()
     partition_by: tuple[str, ...] = ()
     feed: FeedConfig
+    max_files_per_batch: int | None = Field(default=None, ge=1)
+    max_bytes_per_batch: int | None = Field(default=None, ge=1)
+    commit_attempts: int = Field(default=5, ge=1)
 
     @field_validator("key", "sequence", "partition_by", mode="before")
     @classmethod

@@ -13,3 +13,5 @@ MALFORMED = "_lm_malformed"  # why the reader could not parse the row, or null
 OP = "_lm_op"  # normalised operation: 'U' (upsert) or 'D' (delete)
 ERROR = "_lm_error"  # why the row is bad, or null
 OUTCOME = "_lm_outcome"  # what the row does to the table (see apply.classify)
+STORED_FILE = "_lm_t_file"  # data file holding the stored row of the change's key
+STORED_PARTITION = "_lm_t_partition"  # the stored row's partition values, as JSON

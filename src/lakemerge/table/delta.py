@@ -23,6 +23,12 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+_TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
+_TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+#: Delta transaction identifier shared by every lakemerge writer of a table. Each batch commits
+#: with the next version of it, so two writers racing for the same batch number cannot both commit:
+#: Delta skips or rejects the second (idempotent writes).
+TXN_APP_ID = "lakemerge"
 RECORD_VERSION = 1
 
 # Widening casts allowed from the feed's type to the table's (PRODUCT.md §Semantics 7).
@@ -80,18 +86,37 @@ def conform(frame: DataFrame, stored: DataFrame, columns: Sequence[str], *, feed
 
 
 @contextlib.contextmanager
-def commit_record(spark: SparkSession, record: dict[str, Any]) -> Iterator[None]:
-    """Attach ``record`` to the Delta commit(s) made inside the block, as userMetadata."""
+def commit_record(spark: SparkSession, record: dict[str, Any], *, txn_version: int) -> Iterator[None]:
+    """Attach ``record`` to the Delta commit made inside the block, as userMetadata, and make the
+    commit idempotent under lakemerge's transaction identifier at ``txn_version``."""
     conf = spark.conf
-    previous = conf.get(_USER_METADATA, None)
-    conf.set(_USER_METADATA, json.dumps({"lakemerge": RECORD_VERSION, **record}, separators=(",", ":")))
+    settings = {
+        _USER_METADATA: json.dumps({"lakemerge": RECORD_VERSION, **record}, separators=(",", ":")),
+        _TXN_APP_ID: TXN_APP_ID,
+        _TXN_VERSION: str(txn_version),
+    }
+    previous = {key: conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        conf.set(key, value)
     try:
         yield
     finally:
-        if previous is None:
-            conf.unset(_USER_METADATA)
-        else:
-            conf.set(_USER_METADATA, previous)
+        for key, old in previous.items():
+            if old is None:
+                conf.unset(key)
+            else:
+                conf.set(key, old)
+
+
+def txn_version(spark: SparkSession, path: str) -> int:
+    """The last batch number committed to the table under lakemerge's transaction identifier
+    (0 for a new table). Read from Delta's snapshot state, which keeps it across log cleanup."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
+    snapshot = delta_log.update(False, jvm.scala.Option.empty(), jvm.scala.Option.empty())
+    found = snapshot.transactions().get(TXN_APP_ID)
+    return int(found.get()) if found.isDefined() else 0
 
 
 def parse_record(user_metadata: str | None) -> dict[str, Any] | None:
@@ -150,10 +175,11 @@ def check_unchanged(ledger: dict[str, tuple[AppliedFile, int]], path: str, size:
     return True
 
 
-def find_commit(spark: SparkSession, path: str, batch_id: str) -> tuple[int, dict[str, str]]:
-    """The version and Delta operation metrics of the commit recorded for ``batch_id``."""
-    for row in history_rows(spark, path, limit=20):
+def find_commit(spark: SparkSession, path: str, batch_id: str) -> tuple[int, dict[str, str]] | None:
+    """The version and Delta operation metrics of the commit recorded for ``batch_id``, or ``None``
+    when Delta skipped the write because a concurrent writer committed the same batch number."""
+    for row in history_rows(spark, path, limit=50):
         record = parse_record(row["userMetadata"])
         if record and record.get("batch_id") == batch_id:
             return int(row["version"]), dict(row["operationMetrics"] or {})
-    raise TableError(f"{path}: commit of batch {batch_id} not found in the table's recent history")
+    return None
