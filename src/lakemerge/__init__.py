@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lakemerge.api import apply, apply_table, changed_records, history, show
+from lakemerge.api import apply, apply_table, changed_records, history, rollback, run, show
 from lakemerge.config.models import FeedConfig, PipelineConfig, SparkSettings, TableConfig
 from lakemerge.config.pipeline_file import load_pipeline
 from lakemerge.config.properties_file import load_properties
@@ -17,6 +17,7 @@ from lakemerge.errors import (
 )
 from lakemerge.results import AppliedFile, BatchMetrics, BatchResult, CommitInfo, TableSummary
 from lakemerge.spark import get_spark
+from lakemerge.table.rollback import RollbackResult
 
 __version__ = "0.1.0"
 
@@ -32,6 +33,7 @@ __all__ = [
     "InputError",
     "LakemergeError",
     "PipelineConfig",
+    "RollbackResult",
     "SchemaError",
     "SparkSettings",
     "TableConfig",
@@ -45,5 +47,7 @@ __all__ = [
     "history",
     "load_pipeline",
     "load_properties",
+    "rollback",
+    "run",
     "show",
 ]

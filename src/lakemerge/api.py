@@ -14,8 +14,11 @@ from lakemerge import batch
 from lakemerge.config.models import PipelineConfig, SparkSettings, TableConfig
 from lakemerge.config.pipeline_file import load_pipeline
 from lakemerge.results import BatchResult, CommitInfo, TableSummary
+from lakemerge.run import run_tables
 from lakemerge.spark import get_spark
 from lakemerge.table import inspect
+from lakemerge.table.rollback import RollbackResult
+from lakemerge.table.rollback import rollback as rollback_table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -25,28 +28,60 @@ def apply(
     pipeline: PipelineConfig | str | os.PathLike[str],
     *,
     tables: Sequence[str] | None = None,
+    dry_run: bool = False,
     spark: SparkSession | None = None,
 ) -> list[BatchResult]:
-    """Apply the pending change files of each table of a pipeline (or of ``tables``), one batch
-    and one commit per table, in the pipeline's order.
+    """Apply the next batch of each table of a pipeline (or of ``tables``), one commit per table,
+    in the pipeline's order. With ``dry_run``, plan and report only.
 
     Raises:
         LakemergeError: (a subclass) at the first table that fails; earlier tables stay committed.
     """
-    config = pipeline if isinstance(pipeline, PipelineConfig) else load_pipeline(pipeline)
-    chosen = [config.table(name) for name in tables] if tables else list(config.tables.values())
+    config, chosen = _tables(pipeline, tables)
     session = spark or get_spark(config.spark)
-    return [batch.apply_table(table, spark=session) for table in chosen]
+    return [batch.apply_table(table, spark=session, dry_run=dry_run) for table in chosen]
+
+
+def run(
+    pipeline: PipelineConfig | str | os.PathLike[str],
+    *,
+    tables: Sequence[str] | None = None,
+    max_batches: int | None = None,
+    spark: SparkSession | None = None,
+) -> list[BatchResult]:
+    """Apply every pending batch of each table until none is left; the committed batches' results."""
+    config, chosen = _tables(pipeline, tables)
+    return run_tables(chosen, spark=spark or get_spark(config.spark), max_batches=max_batches)
 
 
 def apply_table(
     table: TableConfig,
     *,
     inputs: Sequence[str] | None = None,
+    dry_run: bool = False,
     spark: SparkSession | None = None,
 ) -> BatchResult:
-    """Apply the pending change files of one table's feed (or ``inputs``) in one commit."""
-    return batch.apply_table(table, spark=spark or get_spark(SparkSettings()), inputs=inputs)
+    """Apply the next batch of one table's feed (or of ``inputs``) in one commit (or plan it only)."""
+    return batch.apply_table(table, spark=spark or get_spark(SparkSettings()), inputs=inputs, dry_run=dry_run)
+
+
+def rollback(
+    path: str,
+    *,
+    to_version: int | None = None,
+    to_timestamp: str | None = None,
+    reapply: bool,
+    spark: SparkSession | None = None,
+) -> RollbackResult:
+    """Restore the table to an earlier version; ``reapply`` makes the undone batches' files pending again."""
+    return rollback_table(spark or get_spark(), path, to_version=to_version, to_timestamp=to_timestamp, reapply=reapply)
+
+
+def _tables(
+    pipeline: PipelineConfig | str | os.PathLike[str], names: Sequence[str] | None
+) -> tuple[PipelineConfig, list[TableConfig]]:
+    config = pipeline if isinstance(pipeline, PipelineConfig) else load_pipeline(pipeline)
+    return config, [config.table(n) for n in names] if names else list(config.tables.values())
 
 
 def history(path: str, *, limit: int | None = None, spark: SparkSession | None = None) -> list[CommitInfo]:

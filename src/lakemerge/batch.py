@@ -68,8 +68,10 @@ def select_files(
     found = list_feed_files(spark, inputs or table.feed.location, file_order=table.feed.file_order)
     exists = delta.table_exists(spark, table.path)
     ledger = delta.applied_files(spark, table.path) if exists else {}
-    pending = [f for f in found if not delta.check_unchanged(ledger, f.path, f.size, f.modified)]
-    skipped = tuple(f.path for f in found if f.path in ledger)
+    archived = table.feed.archive is not None
+    done = {f.path for f in found if delta.check_unchanged(ledger, f.path, f.size, f.modified, archived=archived)}
+    pending = [f for f in found if f.path not in done]
+    skipped = tuple(f.path for f in found if f.path in done)
     chosen: list[FeedFile] = []
     size = 0
     for item in pending:

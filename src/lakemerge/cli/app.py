@@ -33,6 +33,7 @@ VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show Spark's 
 MasterOpt = Annotated[
     str | None, typer.Option("--master", help="Spark master URL (default: the pipeline's, else local[*]).")
 ]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Plan the batch and show what it would do; commit nothing.")]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -115,6 +116,7 @@ def apply(
         ),
     ] = None,
     name: Annotated[str, typer.Option("--name", help="With --properties: the table's name in results.")] = "table",
+    dry_run: DryRunOpt = False,
     master: MasterOpt = None,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -144,7 +146,7 @@ def apply(
             types=_parse_types(types or []),
         )
         spark = _spark(master, verbose)
-        results = [apply_table(config, spark=spark)]
+        results = [apply_table(config, spark=spark, dry_run=dry_run)]
     else:
         if len(inputs) != 1:
             raise ConfigError("give exactly one pipeline file (or use --properties for a chombo file)")
@@ -153,7 +155,7 @@ def apply(
         spark = _spark(master, verbose, pipeline.spark)
         results = []
         for one in chosen:
-            results.append(apply_table(one, spark=spark))
+            results.append(apply_table(one, spark=spark, dry_run=dry_run))
             if not json_out:
                 output.batch_results(results[-1:])
     if json_out:
@@ -170,6 +172,111 @@ def _parse_types(items: list[str]) -> dict[str, str]:
             raise ConfigError(f"--type expects COLUMN=TYPE, got {item!r}")
         parsed[column.strip()] = type_name.strip()
     return parsed
+
+
+@app.command()
+@_handled
+def run(
+    pipeline: Annotated[Path, typer.Argument(help="The pipeline file.")],
+    table: Annotated[list[str] | None, typer.Option("--table", "-t", help="Table(s) to serve (default: all).")] = None,
+    watch: Annotated[bool, typer.Option("--watch", help="Keep polling the landing zones for new files.")] = False,
+    interval: Annotated[float, typer.Option("--interval", help="Seconds between polls with --watch.")] = 60.0,
+    max_batches: Annotated[int | None, typer.Option("--max-batches", help="Stop after N committed batches.")] = None,
+    dry_run: DryRunOpt = False,
+    master: MasterOpt = None,
+    json_out: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Apply every pending batch of every table until none is left (or keep watching).
+
+    SIGINT or SIGTERM lets the batch in progress commit, then exits 0; a second one abandons it
+    (nothing of it is committed).
+    """
+    from lakemerge.batch import apply_table
+    from lakemerge.config.pipeline_file import load_pipeline
+    from lakemerge.run import run_tables
+
+    config = load_pipeline(pipeline)
+    chosen = [config.table(n) for n in table] if table else list(config.tables.values())
+    spark = _spark(master, verbose, config.spark)
+    if dry_run:
+        results = [apply_table(one, spark=spark, dry_run=True) for one in chosen]
+    else:
+        stop = _stop_on_signals()
+        report = None if json_out else (lambda result: output.batch_results([result]))
+        results = run_tables(
+            chosen, spark=spark, watch=watch, interval=interval, max_batches=max_batches, stop=stop, on_result=report
+        )
+    if json_out:
+        output.emit_json({"batches": [r.to_dict() for r in results]})
+    elif dry_run:
+        output.batch_results(results)
+    elif not results:
+        output.out.print("nothing to apply")
+
+
+def _stop_on_signals() -> Any:
+    """An Event set by the first SIGINT/SIGTERM; the second one interrupts at once."""
+    import signal
+    import threading
+
+    stop = threading.Event()
+
+    def handler(signum: int, frame: Any) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        output.err.print("stopping after the batch in progress (signal again to abandon it)")
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, handler)
+    return stop
+
+
+@app.command()
+@_handled
+def rollback(
+    table: Annotated[str, typer.Argument(help="The Delta table's path.")],
+    to_version: Annotated[int | None, typer.Option("--to-version", help="The version to restore.")] = None,
+    to_timestamp: Annotated[
+        str | None,
+        typer.Option(
+            "--to-timestamp", help="Restore the last version committed at or before this ISO-8601 time (UTC)."
+        ),
+    ] = None,
+    reapply: Annotated[
+        bool | None,
+        typer.Option(
+            "--reapply-files/--keep-files-applied",
+            help="Required choice: make the undone batches' files pending again, or keep them consumed.",
+            show_default=False,
+        ),
+    ] = None,
+    master: MasterOpt = None,
+    json_out: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Restore a table to an earlier version (one Delta RESTORE commit)."""
+    from lakemerge.table.rollback import rollback as do_rollback
+
+    if reapply is None:
+        raise ConfigError(
+            "choose what happens to the files applied after that version: "
+            "--reapply-files (pending again) or --keep-files-applied"
+        )
+    result = do_rollback(
+        _spark(master, verbose), table, to_version=to_version, to_timestamp=to_timestamp, reapply=reapply
+    )
+    if json_out:
+        output.emit_json(result.to_dict())
+        return
+    output.out.print(
+        f"{table}: restored to version {result.to_version} (was {result.from_version}) in commit {result.version}"
+    )
+    if result.reapply:
+        output.out.print(f"{len(result.pending_again)} file(s) are pending again")
+    else:
+        output.out.print("files applied by the undone versions stay applied")
 
 
 @app.command()

@@ -21,17 +21,25 @@ def emit_json(document: Any) -> None:
 
 
 def batch_results(results: Sequence[BatchResult]) -> None:
-    """One line per table, then the metrics table."""
+    """One line per table, then its metrics."""
     for r in results:
-        if r.version is None:
+        if r.dry_run:
+            where = f" in {r.partitions_touched} partition(s)" if r.partitions_touched is not None else ""
+            out.print(
+                f"[bold]{r.table}[/]: dry run, nothing committed: would apply {len(r.files)} file(s), "
+                f"touching {r.files_touched or 0} stored data file(s){where}"
+                + (" and create the table" if r.created else "")
+            )
+        elif r.version is None:
             skipped = f" ({len(r.skipped_files)} file(s) already applied)" if r.skipped_files else ""
             out.print(f"[bold]{r.table}[/]: nothing to apply{skipped}")
             continue
-        verb = "created" if r.created else "committed"
-        out.print(
-            f"[bold]{r.table}[/]: {verb} version {r.version} at {r.path} from {len(r.files)} file(s) "
-            f"in {r.seconds:.1f} s"
-        )
+        else:
+            verb = "created" if r.created else "committed"
+            out.print(
+                f"[bold]{r.table}[/]: {verb} version {r.version} at {r.path} from {len(r.files)} file(s) "
+                f"in {r.seconds:.1f} s"
+            )
         m = r.metrics
         grid = Table(show_header=False, box=None, padding=(0, 2))
         grid.add_column(justify="left")

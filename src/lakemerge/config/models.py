@@ -84,6 +84,7 @@ class FeedConfig(_Model):
         file_order: how files are ordered for tie-breaking: by ``name``, or by the number after
             the last ``_`` in the name (``name_number``, seed 000's convention).
         null_value: the string read as null in delimited files.
+        archive: a directory where ``lakemerge run`` moves files once their batch is committed.
     """
 
     location: tuple[str, ...]
@@ -101,6 +102,7 @@ class FeedConfig(_Model):
     delete_file_prefix: str | None = None
     file_order: FileOrder = "name"
     null_value: str | None = None
+    archive: str | None = None
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -115,6 +117,11 @@ class FeedConfig(_Model):
         if not value or any(not v.strip() for v in value):
             raise ValueError("needs at least one non-empty path")
         return tuple(absolute(v) for v in value)
+
+    @field_validator("archive")
+    @classmethod
+    def _absolute_archive(cls, value: str | None) -> str | None:
+        return absolute(value) if value else None
 
     @field_validator("delimiter")
     @classmethod

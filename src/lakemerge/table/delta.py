@@ -86,15 +86,13 @@ def conform(frame: DataFrame, stored: DataFrame, columns: Sequence[str], *, feed
 
 
 @contextlib.contextmanager
-def commit_record(spark: SparkSession, record: dict[str, Any], *, txn_version: int) -> Iterator[None]:
-    """Attach ``record`` to the Delta commit made inside the block, as userMetadata, and make the
-    commit idempotent under lakemerge's transaction identifier at ``txn_version``."""
+def commit_record(spark: SparkSession, record: dict[str, Any], *, txn_version: int | None) -> Iterator[None]:
+    """Attach ``record`` to the Delta commit made inside the block, as userMetadata, and (unless
+    ``txn_version`` is None) make the commit idempotent under lakemerge's transaction identifier."""
     conf = spark.conf
-    settings = {
-        _USER_METADATA: json.dumps({"lakemerge": RECORD_VERSION, **record}, separators=(",", ":")),
-        _TXN_APP_ID: TXN_APP_ID,
-        _TXN_VERSION: str(txn_version),
-    }
+    settings = {_USER_METADATA: json.dumps({"lakemerge": RECORD_VERSION, **record}, separators=(",", ":"))}
+    if txn_version is not None:
+        settings.update({_TXN_APP_ID: TXN_APP_ID, _TXN_VERSION: str(txn_version)})
     previous = {key: conf.get(key, None) for key in settings}
     for key, value in settings.items():
         conf.set(key, value)
@@ -146,19 +144,31 @@ def history_rows(spark: SparkSession, path: str, limit: int | None = None) -> li
 
 
 def applied_files(spark: SparkSession, path: str) -> dict[str, tuple[AppliedFile, int]]:
-    """Every file recorded by a committed batch: path → (file as applied, version)."""
+    """Every file recorded by a committed batch: path → (file as applied, version).
+
+    A rollback recorded with ``reapply`` forgets the files of the versions it undid, so that they
+    are pending again."""
     ledger: dict[str, tuple[AppliedFile, int]] = {}
     for row in reversed(history_rows(spark, path)):
         record = parse_record(row["userMetadata"])
         if record is None:
             continue
+        rollback = record.get("rollback")
+        if rollback and rollback.get("reapply"):
+            undone = int(rollback["to_version"])
+            ledger = {p: (f, v) for p, (f, v) in ledger.items() if v <= undone}
         for item in record.get("files", []):
             ledger[item["path"]] = (AppliedFile(**item), int(row["version"]))
     return ledger
 
 
-def check_unchanged(ledger: dict[str, tuple[AppliedFile, int]], path: str, size: int, modified: int) -> bool:
+def check_unchanged(
+    ledger: dict[str, tuple[AppliedFile, int]], path: str, size: int, modified: int, *, archived: bool = False
+) -> bool:
     """True if ``path`` was applied before; raise if it was applied with another size or time.
+
+    With ``archived`` (the feed moves applied files away), a file at an applied path but with
+    another size or time is new content that arrived under a recurring name, not an error.
 
     Raises:
         InputError: the file changed after it was applied.
@@ -167,6 +177,8 @@ def check_unchanged(ledger: dict[str, tuple[AppliedFile, int]], path: str, size:
         return False
     applied, version = ledger[path]
     if applied.size != size or applied.modified != modified:
+        if archived:
+            return False
         raise InputError(
             f"file was applied in table version {version} (size {applied.size}) and has changed since "
             f"(size {size}); a changed file is never re-applied silently: give the new content a new name",

@@ -1,0 +1,62 @@
+"""``lakemerge run``: apply every pending batch of every table, once or watching the landing zone.
+
+Each table's pending files are applied batch by batch (each up to the table's limits) until none
+is left. With ``watch``, the landing zones are polled every ``interval`` seconds until ``stop`` is
+set. Stopping never interrupts a commit: the batch in progress finishes, then the loop ends.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from lakemerge.batch import apply_table
+from lakemerge.config.models import TableConfig
+from lakemerge.feeds.archive import archive_files
+from lakemerge.results import BatchResult
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def run_tables(
+    tables: Sequence[TableConfig],
+    *,
+    spark: SparkSession,
+    watch: bool = False,
+    interval: float = 60.0,
+    max_batches: int | None = None,
+    stop: threading.Event | None = None,
+    on_result: Callable[[BatchResult], None] | None = None,
+) -> list[BatchResult]:
+    """Apply pending batches until none is left (or, with ``watch``, until ``stop`` is set).
+
+    Args:
+        tables: the tables to serve, in order.
+        spark: the session to work in.
+        watch: keep polling for new files.
+        interval: seconds between polls when watching.
+        max_batches: stop after this many committed batches in all.
+        stop: set it (e.g. from a signal handler) to end after the batch in progress.
+        on_result: called with each committed batch's result.
+
+    Returns:
+        The committed batches' results, in commit order.
+    """
+    stop = stop or threading.Event()
+    results: list[BatchResult] = []
+    while True:
+        for table in tables:
+            while not stop.is_set() and (max_batches is None or len(results) < max_batches):
+                result = apply_table(table, spark=spark)
+                if table.feed.archive:
+                    archive_files(spark, [*result.skipped_files, *(f.path for f in result.files)], table.feed.archive)
+                if result.version is None:
+                    break
+                results.append(result)
+                if on_result:
+                    on_result(result)
+        done = max_batches is not None and len(results) >= max_batches
+        if not watch or done or stop.wait(interval):
+            return results

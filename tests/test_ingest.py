@@ -1,0 +1,182 @@
+"""Ingestion: batches with limits, the run loop, archiving, dry runs, races between writers, rollback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import lakemerge
+from lakemerge.batch import _Superseded, commit_batch, plan_batch
+from lakemerge.cli.app import app
+from lakemerge.run import run_tables
+from tests.helpers import read_table, table_version, write_lines
+
+HEADER = "id,part,seq,op,v"
+SCHEMA = "id INT, part STRING, seq BIGINT, op STRING, v STRING"
+runner = CliRunner()
+
+
+def cfg(tmp_path: Path, **table: object) -> lakemerge.TableConfig:
+    feed = {
+        "location": (str(tmp_path / "landing"),),
+        "format": "csv",
+        "header": True,
+        "schema": SCHEMA,
+        "op_column": "op",
+    }
+    feed.update(table.pop("feed", {}))  # type: ignore[call-overload]
+    return lakemerge.TableConfig(
+        name="t",
+        path=str(tmp_path / "table"),
+        key=("id",),
+        sequence=("seq",),
+        feed=lakemerge.FeedConfig(**feed),
+        **table,
+    )  # type: ignore[arg-type]
+
+
+def drop(tmp_path: Path, name: str, rows: list[str]) -> Path:
+    return write_lines(tmp_path / "landing" / name, [HEADER, *rows])
+
+
+def values(t: lakemerge.TableConfig) -> dict[object, object]:
+    return {r["id"]: r["v"] for r in read_table(t.path, ["id", "v"])}
+
+
+def test_run_applies_pending_files_in_order_within_batch_limits(spark: object, tmp_path: Path) -> None:
+    t = cfg(tmp_path, max_files_per_batch=2)
+    drop(tmp_path, "f1.csv", ["1,p,1,I,a"])
+    drop(tmp_path, "f2.csv", ["1,p,1,U,b"])  # equal sequence: the later file wins, in a later batch too
+    drop(tmp_path, "f3.csv", ["2,p,1,I,c"])
+    results = run_tables([t], spark=spark)
+    assert [r.version for r in results] == [0, 1]
+    assert [[Path(f.path).name for f in r.files] for r in results] == [["f1.csv", "f2.csv"], ["f3.csv"]]
+    assert values(t) == {1: "b", 2: "c"}
+    assert run_tables([t], spark=spark) == []
+
+
+def test_byte_limit_still_takes_one_file(spark: object, tmp_path: Path) -> None:
+    t = cfg(tmp_path, max_bytes_per_batch=1)
+    drop(tmp_path, "f1.csv", ["1,p,1,I,a"])
+    drop(tmp_path, "f2.csv", ["2,p,1,I,b"])
+    assert len(run_tables([t], spark=spark)) == 2
+
+
+def test_archive_after_commit_and_after_a_crash_in_between(spark: object, tmp_path: Path) -> None:
+    archive = tmp_path / "archive"
+    t = cfg(tmp_path, feed={"archive": str(archive)})
+    drop(tmp_path, "f1.csv", ["1,p,1,I,a"])
+    # A crash between commit and archive: the batch committed, its file is still in the landing zone.
+    assert lakemerge.apply_table(t, spark=spark).version == 0
+    drop(tmp_path, "f2.csv", ["2,p,1,I,b"])
+    results = run_tables([t], spark=spark)
+    assert [r.version for r in results] == [1]  # f1 is recognised as applied, never applied twice
+    assert sorted(p.name for p in archive.iterdir()) == ["f1.csv", "f2.csv"]
+    assert list((tmp_path / "landing").iterdir()) == []
+    # A recurring name with new content is new when the feed archives.
+    drop(tmp_path, "f1.csv", ["1,p,2,U,a2"])
+    assert [r.version for r in run_tables([t], spark=spark)] == [2]
+    assert sorted(p.name for p in archive.iterdir()) == ["f1.csv", "f1.csv.1", "f2.csv"]
+    assert values(t) == {1: "a2", 2: "b"}
+
+
+def test_dry_run_reports_what_the_real_run_then_does(spark: object, tmp_path: Path) -> None:
+    t = cfg(tmp_path, partition_by=("part",))
+    drop(tmp_path, "f0.csv", [f"{i},p{i % 4},1,I,v{i}" for i in range(40)])
+    run_tables([t], spark=spark)
+    spark.sql(f"OPTIMIZE delta.`{t.path}`").collect()  # type: ignore[attr-defined]
+    drop(
+        tmp_path,
+        "f1.csv",
+        ["1,p1,2,U,x", "2,p3,2,U,moved", "5,p1,0,U,late", "6,p2,2,D,", "99,p9,1,I,new", "98,p0,1,D,", "1,p1,3,U,y"],
+    )
+    version = table_version(t.path)
+    planned = lakemerge.apply_table(t, spark=spark, dry_run=True)
+    assert planned.dry_run and planned.version is None
+    assert table_version(t.path) == version  # the table and the ingest record are untouched
+    real = lakemerge.apply_table(t, spark=spark)
+    assert real.version == version + 1
+    assert planned.metrics == real.metrics
+    assert (real.metrics.updated, real.metrics.deleted, real.metrics.inserted, real.metrics.late) == (2, 1, 1, 1)
+    assert planned.files_touched == real.files_removed == 2  # stored p1 and p2, one file each
+    assert planned.partitions_touched == 4  # p1, p2 and p3 (old and new of the move), and the new p9
+
+
+def test_a_writer_that_loses_the_race_commits_nothing(spark: object, tmp_path: Path) -> None:
+    t = cfg(tmp_path)
+    drop(tmp_path, "f1.csv", ["1,p,1,I,a"])
+    lakemerge.apply_table(t, spark=spark)
+    drop(tmp_path, "f2.csv", ["1,p,2,U,b", "2,p,1,I,c"])
+    first = plan_batch(t, spark=spark)
+    second = plan_batch(t, spark=spark)  # a concurrent writer planned the same batch
+    assert not isinstance(first, lakemerge.batch.NothingPending)
+    assert not isinstance(second, lakemerge.batch.NothingPending)
+    try:
+        assert commit_batch(first, spark=spark).version == 1
+        with pytest.raises(_Superseded):
+            commit_batch(second, spark=spark)
+    finally:
+        first.release()
+        second.release()
+    assert table_version(t.path) == 1
+    history = lakemerge.history(t.path, spark=spark)
+    assert sum(1 for c in history for f in c.files if f.path.endswith("f2.csv")) == 1
+    # Planned again, the loser finds nothing pending.
+    assert lakemerge.apply_table(t, spark=spark).version is None
+
+
+@pytest.mark.parametrize("reapply", [True, False])
+def test_rollback_with_an_explicit_choice_about_files(spark: object, tmp_path: Path, reapply: bool) -> None:
+    t = cfg(tmp_path)
+    drop(tmp_path, "f1.csv", ["1,p,1,I,a"])
+    run_tables([t], spark=spark)
+    drop(tmp_path, "f2.csv", ["1,p,2,U,b", "2,p,1,I,c"])
+    run_tables([t], spark=spark)
+    flag = "--reapply-files" if reapply else "--keep-files-applied"
+    result = runner.invoke(app, ["rollback", t.path, "--to-version", "0", flag, "--json"])
+    assert result.exit_code == 0, result.output
+    done = json.loads(result.output)
+    assert (done["from_version"], done["to_version"], done["version"]) == (1, 0, 2)
+    assert values(t) == {1: "a"}
+    again = run_tables([t], spark=spark)
+    if reapply:
+        assert done["pending_again"][0].endswith("f2.csv")
+        assert [r.version for r in again] == [3] and values(t) == {1: "b", 2: "c"}
+    else:
+        assert done["pending_again"] == [] and again == [] and values(t) == {1: "a"}
+
+
+def test_rollback_errors(spark: object, tmp_path: Path) -> None:
+    t = cfg(tmp_path)
+    drop(tmp_path, "f1.csv", ["1,p,1,I,a"])
+    run_tables([t], spark=spark)
+    result = runner.invoke(app, ["rollback", t.path, "--to-version", "0"])
+    assert result.exit_code == 2 and "--reapply-files" in result.output
+    result = runner.invoke(app, ["rollback", t.path, "--to-version", "7", "--keep-files-applied"])
+    assert result.exit_code == 2 and "not in the history" in result.output
+    result = runner.invoke(app, ["rollback", t.path, "--to-timestamp", "2001-01-01T00:00:00", "--keep-files-applied"])
+    assert result.exit_code == 2 and "no version" in result.output
+
+
+def test_cli_run_and_dry_run(spark: object, tmp_path: Path) -> None:
+    pipeline = tmp_path / "p.toml"
+    pipeline.write_text(
+        '[tables.t]\npath = "table"\nkey = "id"\nsequence = "seq"\nmax_files_per_batch = 1\n'
+        f'[tables.t.feed]\nlocation = "landing"\nformat = "csv"\nheader = true\nschema = "{SCHEMA}"\n'
+        'op_column = "op"\n'
+    )
+    drop(tmp_path, "a.csv", ["1,p,1,I,a"])
+    drop(tmp_path, "b.csv", ["2,p,1,I,b"])
+    result = runner.invoke(app, ["run", str(pipeline), "--dry-run", "--json"])
+    assert result.exit_code == 0, result.output
+    planned = json.loads(result.output)["batches"]
+    assert len(planned) == 1 and planned[0]["dry_run"] and planned[0]["metrics"]["inserted"] == 1
+    assert not (tmp_path / "table").exists()
+    result = runner.invoke(app, ["run", str(pipeline), "--json"])
+    assert result.exit_code == 0, result.output
+    assert [b["version"] for b in json.loads(result.output)["batches"]] == [0, 1]
+    result = runner.invoke(app, ["run", str(pipeline)])
+    assert result.exit_code == 0 and "nothing to apply" in result.output
