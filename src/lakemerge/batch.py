@@ -243,23 +243,31 @@ def apply_table(
     """
     started = time.monotonic()
     for attempt in range(1, table.commit_attempts + 1):
-        plan = plan_batch(table, spark=spark, inputs=inputs)
-        if isinstance(plan, NothingPending):
-            return _nothing(table, plan.skipped, started)
         try:
-            if dry_run:
-                return preview(plan, spark=spark)
-            return commit_batch(plan, spark=spark)
-        except (_Superseded, ConflictError) as exc:
+            return _attempt(table, spark=spark, inputs=inputs, dry_run=dry_run, started=started)
+        except Exception as exc:
+            conflict = exc if isinstance(exc, _Superseded) else translate(exc, reading=False)
+            if not isinstance(conflict, (_Superseded, ConflictError)):
+                raise
             if attempt == table.commit_attempts:
                 raise ConflictError(
                     f"{table.path}: gave up after {attempt} attempts: concurrent writers kept changing the table "
-                    f"({exc or 'batch number taken'}); nothing of this batch was committed"
+                    f"({conflict or 'batch number taken'}); nothing of this batch was committed"
                 ) from None
             time.sleep(min(30.0, 0.2 * 2**attempt) * (0.5 + random.random()))
-        finally:
-            plan.release()
     raise AssertionError("unreachable")
+
+
+def _attempt(
+    table: TableConfig, *, spark: SparkSession, inputs: Sequence[str] | None, dry_run: bool, started: float
+) -> BatchResult:
+    plan = plan_batch(table, spark=spark, inputs=inputs)
+    if isinstance(plan, NothingPending):
+        return _nothing(table, plan.skipped, started)
+    try:
+        return preview(plan, spark=spark) if dry_run else commit_batch(plan, spark=spark)
+    finally:
+        plan.release()
 
 
 def preview(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:

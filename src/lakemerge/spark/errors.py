@@ -29,7 +29,7 @@ def translate(exc: BaseException, *, reading: bool) -> LakemergeError | None:
     if isinstance(exc, LakemergeError):
         return exc
     module = type(exc).__module__
-    if not (module.startswith("pyspark") or module.startswith("py4j")):
+    if not module.startswith(("pyspark", "py4j", "delta")):
         return None
     text = str(exc)
     if any(name in text for name in _CONFLICTS):

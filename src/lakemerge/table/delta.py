@@ -53,9 +53,32 @@ def table_exists(spark: SparkSession, path: str) -> bool:
     fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
     if fs.exists(hpath) and fs.isFile(hpath):
         raise TableError(f"{path}: table path is a file, not a Delta table directory")
-    if fs.exists(hpath) and any(not str(s.getPath().getName()).startswith((".", "_")) for s in fs.listStatus(hpath)):
-        raise TableError(f"{path}: directory exists and is not a Delta table; refusing to write into it")
+    if fs.exists(hpath):
+        foreign = _foreign_file(fs, hpath)
+        if foreign:
+            raise TableError(
+                f"{path}: directory exists and is not a Delta table (it holds {foreign}); refusing to write into it"
+            )
     return False
+
+
+def _foreign_file(fs: Any, directory: Any) -> str | None:
+    """A file that no Delta writer would leave in a table directory, or None. Parquet data files
+    (also under ``column=value`` folders) and hidden files are what a concurrent or crashed table
+    creation leaves, and Delta ignores them."""
+    for status in fs.listStatus(directory):
+        name = str(status.getPath().getName())
+        if name.startswith((".", "_")):
+            continue
+        if status.isDirectory():
+            if "=" not in name:
+                return str(status.getPath().toString())
+            inner = _foreign_file(fs, status.getPath())
+            if inner:
+                return inner
+        elif not name.endswith(".parquet"):
+            return str(status.getPath().toString())
+    return None
 
 
 def conform(frame: DataFrame, stored: DataFrame, columns: Sequence[str], *, feed: str) -> DataFrame:
