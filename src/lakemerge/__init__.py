@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from lakemerge.api import apply, apply_table, changed_records, history, rollback, run, show
-from lakemerge.config.models import FeedConfig, PipelineConfig, SparkSettings, TableConfig
+from lakemerge.api import apply, apply_table, changed_records, history, rollback, run, show, snapshot
+from lakemerge.config.models import FeedConfig, GroupConfig, PipelineConfig, SparkSettings, TableConfig
 from lakemerge.config.pipeline_file import load_pipeline
 from lakemerge.config.properties_file import load_properties
 from lakemerge.errors import (
@@ -15,6 +15,7 @@ from lakemerge.errors import (
     SchemaError,
     TableError,
 )
+from lakemerge.groups import GroupPoint
 from lakemerge.results import AppliedFile, BatchMetrics, BatchResult, CommitInfo, TableSummary
 from lakemerge.spark import get_spark
 from lakemerge.table.rollback import RollbackResult
@@ -30,6 +31,8 @@ __all__ = [
     "ConfigError",
     "ConflictError",
     "FeedConfig",
+    "GroupConfig",
+    "GroupPoint",
     "InputError",
     "LakemergeError",
     "PipelineConfig",
@@ -50,4 +53,5 @@ __all__ = [
     "rollback",
     "run",
     "show",
+    "snapshot",
 ]

@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING, Any
 from lakemerge import batch
 from lakemerge.config.models import PipelineConfig, SparkSettings, TableConfig
 from lakemerge.config.pipeline_file import load_pipeline
+from lakemerge.groups import GroupPoint
+from lakemerge.groups import snapshot as group_snapshot
 from lakemerge.results import BatchResult, CommitInfo, TableSummary
-from lakemerge.run import run_tables
+from lakemerge.run import run_pipeline
 from lakemerge.spark import get_spark
 from lakemerge.table import inspect
 from lakemerge.table.rollback import RollbackResult
@@ -51,7 +53,17 @@ def run(
 ) -> list[BatchResult]:
     """Apply every pending batch of each table until none is left; the committed batches' results."""
     config, chosen = _tables(pipeline, tables)
-    return run_tables(chosen, spark=spark or get_spark(config.spark), max_batches=max_batches)
+    return run_pipeline(
+        config, spark=spark or get_spark(config.spark), tables=[t.name for t in chosen], max_batches=max_batches
+    )
+
+
+def snapshot(
+    pipeline: PipelineConfig | str | os.PathLike[str], group: str, *, spark: SparkSession | None = None
+) -> GroupPoint | None:
+    """The group's consistent point ``{table: version}`` (``None`` before its first complete run)."""
+    config, _ = _tables(pipeline, None)
+    return group_snapshot(config, group, spark=spark or get_spark(config.spark))
 
 
 def apply_table(

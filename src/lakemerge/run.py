@@ -12,8 +12,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from lakemerge.batch import apply_table
-from lakemerge.config.models import TableConfig
+from lakemerge.config.models import PipelineConfig, TableConfig
 from lakemerge.feeds.archive import archive_files
+from lakemerge.groups import apply_group, grouped
 from lakemerge.results import BatchResult
 
 if TYPE_CHECKING:
@@ -50,8 +51,7 @@ def run_tables(
         for table in tables:
             while not stop.is_set() and (max_batches is None or len(results) < max_batches):
                 result = apply_table(table, spark=spark)
-                if table.feed.archive:
-                    archive_files(spark, [*result.skipped_files, *(f.path for f in result.files)], table.feed.archive)
+                _archive(spark, table, result)
                 if result.version is None:
                     break
                 results.append(result)
@@ -60,3 +60,51 @@ def run_tables(
         done = max_batches is not None and len(results) >= max_batches
         if not watch or done or stop.wait(interval):
             return results
+
+
+def run_pipeline(
+    pipeline: PipelineConfig,
+    *,
+    spark: SparkSession,
+    tables: Sequence[str] | None = None,
+    watch: bool = False,
+    interval: float = 60.0,
+    max_batches: int | None = None,
+    stop: threading.Event | None = None,
+    on_result: Callable[[BatchResult], None] | None = None,
+) -> list[BatchResult]:
+    """Like :func:`run_tables` for a pipeline: groups of tables are applied group run by group run
+    (one batch per table, then the group's point), the other tables batch by batch."""
+    stop = stop or threading.Event()
+    names = list(tables) if tables else list(pipeline.tables)
+    groups, single = grouped(pipeline, names)
+    results: list[BatchResult] = []
+
+    def room() -> bool:
+        return not stop.is_set() and (max_batches is None or len(results) < max_batches)
+
+    while True:
+        for group in groups:
+            while room():
+                committed, point = apply_group(pipeline, group, spark=spark)
+                for result in committed:
+                    _archive(spark, pipeline.table(result.table), result)
+                    results.append(result)
+                    if on_result:
+                        on_result(result)
+                if point is None:
+                    break
+        if single and room():
+            left = None if max_batches is None else max_batches - len(results)
+            results.extend(
+                run_tables(
+                    [pipeline.table(n) for n in single], spark=spark, max_batches=left, stop=stop, on_result=on_result
+                )
+            )
+        if not watch or not room() or stop.wait(interval):
+            return results
+
+
+def _archive(spark: SparkSession, table: TableConfig, result: BatchResult) -> None:
+    if table.feed.archive:
+        archive_files(spark, [*result.skipped_files, *(f.path for f in result.files)], table.feed.archive)

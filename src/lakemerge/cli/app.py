@@ -194,7 +194,7 @@ def run(
     """
     from lakemerge.batch import apply_table
     from lakemerge.config.pipeline_file import load_pipeline
-    from lakemerge.run import run_tables
+    from lakemerge.run import run_pipeline
 
     config = load_pipeline(pipeline)
     chosen = [config.table(n) for n in table] if table else list(config.tables.values())
@@ -204,8 +204,15 @@ def run(
     else:
         stop = _stop_on_signals()
         report = None if json_out else (lambda result: output.batch_results([result]))
-        results = run_tables(
-            chosen, spark=spark, watch=watch, interval=interval, max_batches=max_batches, stop=stop, on_result=report
+        results = run_pipeline(
+            config,
+            spark=spark,
+            tables=[t.name for t in chosen],
+            watch=watch,
+            interval=interval,
+            max_batches=max_batches,
+            stop=stop,
+            on_result=report,
         )
     if json_out:
         output.emit_json({"batches": [r.to_dict() for r in results]})
@@ -277,6 +284,36 @@ def rollback(
         output.out.print(f"{len(result.pending_again)} file(s) are pending again")
     else:
         output.out.print("files applied by the undone versions stay applied")
+
+
+@app.command()
+@_handled
+def snapshot(
+    pipeline: Annotated[Path, typer.Argument(help="The pipeline file.")],
+    group: Annotated[list[str] | None, typer.Option("--group", "-g", help="Group(s) to show (default: all).")] = None,
+    master: MasterOpt = None,
+    json_out: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Show each group's consistent point: the version of every table of its last complete run."""
+    from lakemerge.config.pipeline_file import load_pipeline
+    from lakemerge.groups import snapshot as group_snapshot
+
+    config = load_pipeline(pipeline)
+    names = group or list(config.groups)
+    if not names:
+        raise ConfigError("the pipeline defines no group ([groups.NAME] with tables and state)", source=str(pipeline))
+    spark = _spark(master, verbose, config.spark)
+    points = {name: group_snapshot(config, name, spark=spark) for name in names}
+    if json_out:
+        output.emit_json({name: p.to_dict() if p else None for name, p in points.items()})
+        return
+    for name, point in points.items():
+        if point is None:
+            output.out.print(f"[bold]{name}[/]: no complete group run yet")
+        else:
+            versions = ", ".join(f"{t} @ {v}" for t, v in point.versions.items())
+            output.out.print(f"[bold]{name}[/] point {point.point}: {versions}")
 
 
 @app.command()

@@ -231,12 +231,55 @@ class TableConfig(_Model):
         return self.sequence or (FILE_SEQUENCE_COLUMN,)
 
 
+class GroupConfig(_Model):
+    """Tables applied together (seed 003): each run applies one batch to every table of the group,
+    then records the group's point, ``{table: version}``, in one commit to a small Delta table at
+    ``state``. Readers time-travel each table to the last recorded point to see all of them at once.
+
+    Attributes:
+        tables: the group's tables, applied in this order.
+        state: where the group's points are recorded (a Delta table).
+    """
+
+    tables: tuple[str, ...]
+    state: str
+
+    @field_validator("tables")
+    @classmethod
+    def _some_tables(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("a group needs at least one table")
+        return value
+
+    @field_validator("state")
+    @classmethod
+    def _absolute_state(cls, value: str) -> str:
+        return absolute(value)
+
+
 class PipelineConfig(_Model):
-    """A whole pipeline file: Spark settings, then the tables."""
+    """A whole pipeline file: Spark settings, the tables, and groups of tables applied together."""
 
     spark: SparkSettings = Field(default_factory=SparkSettings)
     tables: dict[str, TableConfig] = Field(default_factory=dict, validate_default=True)
+    groups: dict[str, GroupConfig] = Field(default_factory=dict)
     source: str | None = None
+
+    @model_validator(mode="after")
+    def _groups_name_tables(self) -> PipelineConfig:
+        owner: dict[str, str] = {}
+        for group, config in self.groups.items():
+            for name in config.tables:
+                if name not in self.tables:
+                    raise ValueError(f"group '{group}' names table '{name}', which the pipeline does not define")
+                if name in owner:
+                    raise ValueError(f"table '{name}' is in both groups '{owner[name]}' and '{group}'")
+                owner[name] = group
+        return self
+
+    def group_of(self, table: str) -> str | None:
+        """The group a table belongs to, if any."""
+        return next((g for g, c in self.groups.items() if table in c.tables), None)
 
     @model_validator(mode="before")
     @classmethod

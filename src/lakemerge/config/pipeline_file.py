@@ -18,6 +18,10 @@ Layout::
     header = true
     op_column = "op"
     delete_codes = ["D"]
+
+    [groups.sales]               # optional: tables applied together
+    tables = ["orders", "order_lines"]
+    state = "lake/_groups/sales"
 """
 
 from __future__ import annotations
@@ -58,6 +62,11 @@ def load_pipeline(path: str | os.PathLike[str]) -> PipelineConfig:
 
 def _resolve_paths(data: dict[str, Any], base: Path) -> None:
     """Make relative table and feed paths relative to the pipeline file's folder."""
+    groups = data.get("groups")
+    if isinstance(groups, dict):
+        for group in groups.values():
+            if isinstance(group, dict) and isinstance(group.get("state"), str):
+                group["state"] = _absolute(group["state"], base)
     tables = data.get("tables")
     if not isinstance(tables, dict):
         return
