@@ -17,6 +17,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from lakemerge.cli import output
+from lakemerge.cli.progress import spark_progress
 from lakemerge.errors import ConfigError, LakemergeError
 
 app = typer.Typer(
@@ -33,6 +34,7 @@ VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show Spark's 
 MasterOpt = Annotated[
     str | None, typer.Option("--master", help="Spark master URL (default: the pipeline's, else local[*]).")
 ]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Plan the batch and show what it would do; commit nothing.")]
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -119,6 +121,7 @@ def apply(
     dry_run: DryRunOpt = False,
     master: MasterOpt = None,
     json_out: JsonOpt = False,
+    quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """Apply every change file not applied yet: one batch and one Delta commit per table.
@@ -146,7 +149,8 @@ def apply(
             types=_parse_types(types or []),
         )
         spark = _spark(master, verbose)
-        results = [apply_table(config, spark=spark, dry_run=dry_run)]
+        with spark_progress(spark, enabled=not (quiet or json_out), label=f"applying {name}"):
+            results = [apply_table(config, spark=spark, dry_run=dry_run)]
     else:
         if len(inputs) != 1:
             raise ConfigError("give exactly one pipeline file (or use --properties for a chombo file)")
@@ -155,7 +159,8 @@ def apply(
         spark = _spark(master, verbose, pipeline.spark)
         results = []
         for one in chosen:
-            results.append(apply_table(one, spark=spark, dry_run=dry_run))
+            with spark_progress(spark, enabled=not (quiet or json_out), label=f"applying {one.name}"):
+                results.append(apply_table(one, spark=spark, dry_run=dry_run))
             if not json_out:
                 output.batch_results(results[-1:])
     if json_out:
@@ -185,6 +190,7 @@ def run(
     dry_run: DryRunOpt = False,
     master: MasterOpt = None,
     json_out: JsonOpt = False,
+    quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """Apply every pending batch of every table until none is left (or keep watching).
@@ -204,16 +210,17 @@ def run(
     else:
         stop = _stop_on_signals()
         report = None if json_out else (lambda result: output.batch_results([result]))
-        results = run_pipeline(
-            config,
-            spark=spark,
-            tables=[t.name for t in chosen],
-            watch=watch,
-            interval=interval,
-            max_batches=max_batches,
-            stop=stop,
-            on_result=report,
-        )
+        with spark_progress(spark, enabled=not (quiet or json_out), label="running"):
+            results = run_pipeline(
+                config,
+                spark=spark,
+                tables=[t.name for t in chosen],
+                watch=watch,
+                interval=interval,
+                max_batches=max_batches,
+                stop=stop,
+                on_result=report,
+            )
     if json_out:
         output.emit_json({"batches": [r.to_dict() for r in results]})
     elif dry_run:
@@ -362,6 +369,7 @@ def demo(
     ),
     master: MasterOpt = None,
     json_out: JsonOpt = False,
+    quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """Apply the seed's product example (master data, then inserts/updates and a delete file)."""
@@ -369,7 +377,9 @@ def demo(
 
     if not json_out:
         output.out.print("Starting Spark (the first start downloads Delta's jars) ...")
-    result = run_demo(directory, spark=_spark(master, verbose))
+    spark = _spark(master, verbose)
+    with spark_progress(spark, enabled=not (quiet or json_out), label="applying the demo's batches"):
+        result = run_demo(directory, spark=spark)
     if json_out:
         output.emit_json(
             {
