@@ -180,3 +180,48 @@ def test_cli_run_and_dry_run(spark: object, tmp_path: Path) -> None:
     assert [b["version"] for b in json.loads(result.output)["batches"]] == [0, 1]
     result = runner.invoke(app, ["run", str(pipeline)])
     assert result.exit_code == 0 and "nothing to apply" in result.output
+
+
+def test_accounting_mismatch_aborts_before_commit(spark: object, tmp_path: Path) -> None:
+    import dataclasses
+
+    t = cfg(tmp_path)
+    drop(tmp_path, "f1.csv", ["1,p,1,I,a", "1,p,2,U,b"])
+    plan = plan_batch(t, spark=spark)
+    assert not isinstance(plan, lakemerge.batch.NothingPending)
+    try:
+        assert plan.metrics.rows_read == 2 and plan.metrics.superseded == 1
+        plan.metrics = dataclasses.replace(plan.metrics, superseded=0)
+        with pytest.raises(lakemerge.AccountingError, match="do not add up"):
+            commit_batch(plan, spark=spark)
+    finally:
+        plan.release()
+    assert not Path(t.path).exists()
+
+
+def test_json_documents_mirror_the_result_objects(spark: object, tmp_path: Path) -> None:
+    import dataclasses
+
+    t = cfg(tmp_path)
+    drop(tmp_path, "f1.csv", ["1,p,1,I,a"])
+    pipeline = tmp_path / "p.toml"
+    pipeline.write_text(
+        f'[tables.t]\npath = "table"\nkey = "id"\nsequence = "seq"\n[tables.t.feed]\nlocation = "landing"\n'
+        f'format = "csv"\nheader = true\nschema = "{SCHEMA}"\nop_column = "op"\n'
+    )
+    fields = {
+        "batch": {f.name for f in dataclasses.fields(lakemerge.BatchResult)},
+        "commit": {f.name for f in dataclasses.fields(lakemerge.CommitInfo)},
+        "summary": {f.name for f in dataclasses.fields(lakemerge.TableSummary)},
+    }
+    out = runner.invoke(app, ["apply", str(pipeline), "--json"])
+    assert out.exit_code == 0, out.output
+    batch = json.loads(out.output)["batches"][0]
+    assert set(batch) == fields["batch"] and set(batch["metrics"]) == {
+        f.name for f in dataclasses.fields(lakemerge.BatchMetrics)
+    }
+    history = json.loads(runner.invoke(app, ["history", t.path, "--json"]).output)
+    assert set(history) == {"table", "commits"} and set(history["commits"][0]) == fields["commit"]
+    assert history["commits"][0]["batch_id"] == batch["batch_id"]
+    shown = json.loads(runner.invoke(app, ["show", t.path, "--json"]).output)
+    assert set(shown) == fields["summary"] and shown["rows"] == 1
