@@ -225,3 +225,27 @@ def test_json_documents_mirror_the_result_objects(spark: object, tmp_path: Path)
     assert history["commits"][0]["batch_id"] == batch["batch_id"]
     shown = json.loads(runner.invoke(app, ["show", t.path, "--json"]).output)
     assert set(shown) == fields["summary"] and shown["rows"] == 1
+
+
+def test_gives_up_after_the_configured_attempts(spark: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    t = cfg(tmp_path, commit_attempts=2)
+    drop(tmp_path, "f1.csv", ["1,p,1,I,a"])
+    calls = []
+
+    def always_loses(plan: object, *, spark: object) -> None:
+        calls.append(plan)
+        raise _Superseded()
+
+    monkeypatch.setattr(lakemerge.batch, "commit_batch", always_loses)
+    monkeypatch.setattr(lakemerge.batch.time, "sleep", lambda seconds: None)
+    with pytest.raises(lakemerge.ConflictError, match="gave up after 2 attempts") as info:
+        lakemerge.apply_table(t, spark=spark)
+    assert info.value.exit_code == 4 and len(calls) == 2
+    assert not Path(t.path).exists()
+
+
+def test_unreadable_landing_zone(spark: object, tmp_path: Path) -> None:
+    t = cfg(tmp_path, feed={"location": ("nosuchfs://bucket/landing",)})
+    with pytest.raises(lakemerge.InputError, match="cannot list input path") as info:
+        lakemerge.apply_table(t, spark=spark)
+    assert "nosuchfs://bucket/landing" in str(info.value) and "\n" not in str(info.value)
