@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from lakemerge.api import apply, apply_table, changed_records, history, rollback, run, show, snapshot
+from lakemerge.api import (
+    apply,
+    apply_table,
+    changed_records,
+    history,
+    quarantine,
+    rollback,
+    run,
+    show,
+    snapshot,
+)
 from lakemerge.config.models import FeedConfig, GroupConfig, PipelineConfig, SparkSettings, TableConfig
 from lakemerge.config.pipeline_file import load_pipeline
 from lakemerge.config.properties_file import load_properties
@@ -18,6 +28,7 @@ from lakemerge.errors import (
 from lakemerge.groups import GroupPoint
 from lakemerge.results import AppliedFile, BatchMetrics, BatchResult, CommitInfo, TableSummary
 from lakemerge.spark import get_spark
+from lakemerge.table.quarantine import QuarantinedRow
 from lakemerge.table.rollback import RollbackResult
 
 __version__ = "0.1.0"
@@ -36,6 +47,7 @@ __all__ = [
     "InputError",
     "LakemergeError",
     "PipelineConfig",
+    "QuarantinedRow",
     "RollbackResult",
     "SchemaError",
     "SparkSettings",
@@ -50,6 +62,7 @@ __all__ = [
     "history",
     "load_pipeline",
     "load_properties",
+    "quarantine",
     "rollback",
     "run",
     "show",

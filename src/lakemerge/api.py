@@ -19,6 +19,7 @@ from lakemerge.results import BatchResult, CommitInfo, TableSummary
 from lakemerge.run import run_pipeline
 from lakemerge.spark import get_spark
 from lakemerge.table import inspect
+from lakemerge.table.quarantine import QuarantinedRow, list_quarantine
 from lakemerge.table.rollback import RollbackResult
 from lakemerge.table.rollback import rollback as rollback_table
 
@@ -111,3 +112,10 @@ def changed_records(
 ) -> list[tuple[dict[str, Any] | None, dict[str, Any] | None]]:
     """(before, after) pairs of rows that ``version`` changed, ordered by key."""
     return inspect.changed_records(spark or get_spark(), path, version, key=key, limit=limit)
+
+
+def quarantine(
+    table: TableConfig, *, limit: int | None = 100, spark: SparkSession | None = None
+) -> list[QuarantinedRow]:
+    """The table's quarantined bad records (of committed batches), newest batch first."""
+    return list_quarantine(spark or get_spark(), table_path=table.path, quarantine_path=table.quarantine, limit=limit)

@@ -23,10 +23,10 @@ from lakemerge.feeds import FeedFile, list_feed_files, read_feed
 from lakemerge.feeds import columns as C
 from lakemerge.results import AppliedFile, BatchMetrics, BatchResult
 from lakemerge.spark.errors import translate
-from lakemerge.table import delta
+from lakemerge.table import delta, quarantine
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 
 @dataclass
@@ -48,6 +48,9 @@ class BatchPlan:
     metrics: BatchMetrics
     classified: DataFrame
     frames: tuple[DataFrame, ...]
+    bad: DataFrame | None = None
+    partial: tuple[str, ...] = ()
+    truncate_before: Column | None = None
 
     def release(self) -> None:
         """Unpersist the cached frames."""
@@ -97,6 +100,7 @@ def plan_batch(
     from pyspark.sql import functions as F
 
     started, started_at = time.monotonic(), int(time.time() * 1000)
+    batch_id = uuid.uuid4().hex
     files, skipped, exists = select_files(spark, table, inputs)
     if not files:
         return NothingPending(skipped)
@@ -113,8 +117,20 @@ def plan_batch(
         except Exception as exc:
             raise (translate(exc, reading=True) or exc) from exc
         rows_read, rows_bad = int(stats[0]), int(stats[1])
+        if table.too_many_bad(rows_bad, rows_read):
+            raise first_bad_row(
+                changes, files, rows_bad, threshold=table.max_bad_rows > 0 or table.max_bad_fraction is not None
+            )
+        bad = None
         if rows_bad:
-            raise first_bad_row(changes, files, rows_bad)
+            bad = quarantine.bad_rows(
+                frame,
+                files=files,
+                header_lines=changes.header_lines,
+                data_columns=changes.data_columns,
+                batch_id=batch_id,
+                table=table.name,
+            )
 
         valid = frame.filter(F.col(C.ERROR).isNull())
         stored = None
@@ -122,9 +138,20 @@ def plan_batch(
             stored = spark.read.format("delta").load(table.path)
             _check_table_columns(table, stored.columns)
             valid = delta.conform(valid, stored, changes.data_columns, feed=", ".join(table.feed.location))
-        latest = collapse(valid, key=table.key, sequence=table.sequence_columns)
+        truncate = _truncate(table, valid, stored) if table.feed.truncate_codes else Truncate()
+        if truncate.before is not None:
+            valid = valid.filter(
+                (F.col(C.OP) != "T") & (F.struct(*[F.col(f"`{c}`") for c in table.sequence_columns]) >= truncate.before)
+            )
+        partial = table.partial_columns(changes.data_columns)
+        latest = collapse(valid, key=table.key, sequence=table.sequence_columns, partial=partial)
         classified = classify(
-            latest, stored, key=table.key, sequence=table.sequence_columns, partition_by=table.partition_by
+            latest,
+            stored,
+            key=table.key,
+            sequence=table.sequence_columns,
+            partition_by=table.partition_by,
+            truncate_before=truncate.before,
         ).persist(StorageLevel.MEMORY_AND_DISK)
         frames.append(classified)
         counts = {str(r[0]): int(r[1]) for r in classified.groupBy(C.OUTCOME).count().collect()}
@@ -137,16 +164,18 @@ def plan_batch(
         rows_read=rows_read,
         rows_bad=rows_bad,
         changes=collapsed,
-        superseded=rows_read - rows_bad - collapsed,
+        superseded=rows_read - rows_bad - truncate.records - collapsed,
         inserted=counts.get(Outcome.INSERT, 0),
         updated=counts.get(Outcome.UPDATE, 0),
         deleted=counts.get(Outcome.DELETE, 0),
         late=counts.get(Outcome.LATE, 0),
         deletes_absent=counts.get(Outcome.ABSENT, 0),
+        truncates=truncate.records,
+        truncated=truncate.stored_rows,
     )
     return BatchPlan(
         table=table,
-        batch_id=uuid.uuid4().hex,
+        batch_id=batch_id,
         started=started,
         started_at=started_at,
         files=tuple(files),
@@ -157,6 +186,9 @@ def plan_batch(
         metrics=metrics,
         classified=classified,
         frames=tuple(frames),
+        bad=bad,
+        partial=partial,
+        truncate_before=truncate.before,
     )
 
 
@@ -181,6 +213,9 @@ def commit_batch(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
         "metrics": asdict(metrics),
         "files": [asdict(a) for a in plan.applied],
     }
+    if plan.bad is not None:
+        with _translated():
+            quarantine.write_bad_rows(plan.bad, plan.table.quarantine)
     with delta.commit_record(spark, record, txn_version=plan.txn_version), _translated():
         write_changes(
             spark,
@@ -188,7 +223,9 @@ def commit_batch(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
             plan.classified,
             data_columns=plan.data_columns,
             exists=plan.exists,
-            writes=metrics.inserted + metrics.updated + metrics.deleted,
+            writes=metrics.inserted + metrics.updated + metrics.deleted + metrics.truncated,
+            partial=plan.partial,
+            truncate_before=plan.truncate_before,
             txn_version=plan.txn_version,
         )
     found = delta.find_commit(spark, plan.table.path, plan.batch_id)
@@ -308,6 +345,36 @@ def preview(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
 
 
 @dataclass(frozen=True)
+class Truncate:
+    """The batch's latest truncate (PRODUCT.md §Semantics 4), if any.
+
+    Attributes:
+        records: truncate records in the batch.
+        before: the latest truncate's sequence, as a struct literal: rows older than it go.
+        stored_rows: stored rows older than it, which the commit removes.
+    """
+
+    records: int = 0
+    before: Column | None = None
+    stored_rows: int = 0
+
+
+def _truncate(table: TableConfig, valid: DataFrame, stored: DataFrame | None) -> Truncate:
+    """Find the batch's latest truncate and count the stored rows it removes (two small actions)."""
+    from pyspark.sql import functions as F
+
+    sequence = F.struct(*[F.col(f"`{c}`") for c in table.sequence_columns])
+    row = valid.filter(F.col(C.OP) == "T").agg(F.count(F.lit(1)).alias("n"), F.max(sequence).alias("at")).collect()[0]
+    if not row["n"]:
+        return Truncate()
+    fields = row["at"].asDict()
+    types = {f.name: f.dataType for f in valid.schema.fields}
+    before = F.struct(*[F.lit(fields[c]).cast(types[c]).alias(c) for c in table.sequence_columns])
+    older = stored.filter(sequence < before).count() if stored is not None else 0
+    return Truncate(records=int(row["n"]), before=before, stored_rows=int(older))
+
+
+@dataclass(frozen=True)
 class NothingPending:
     """No file is pending; ``skipped`` lists the files found but already applied."""
 
@@ -349,7 +416,7 @@ def _check_table_columns(table: TableConfig, stored_columns: Sequence[str]) -> N
 
 def check_accounting(m: BatchMetrics) -> None:
     """Raise AccountingError unless every row read is accounted for."""
-    total = m.inserted + m.updated + m.deleted + m.late + m.deletes_absent + m.superseded + m.rows_bad
+    total = m.inserted + m.updated + m.deleted + m.late + m.deletes_absent + m.superseded + m.rows_bad + m.truncates
     if total != m.rows_read:
         raise AccountingError(
             f"internal error: batch row counts do not add up (read {m.rows_read}, accounted {total}); "

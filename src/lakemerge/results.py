@@ -19,8 +19,8 @@ class AppliedFile:
 class BatchMetrics:
     """Row accounting of one batch.
 
-    ``rows_read = inserted + updated + deleted + late + deletes_absent + superseded + rows_bad``
-    always holds (checked before commit).
+    ``rows_read = inserted + updated + deleted + late + deletes_absent + superseded + rows_bad +
+    truncates`` always holds (checked before commit).
 
     Attributes:
         rows_read: records read from the batch's files.
@@ -30,6 +30,8 @@ class BatchMetrics:
         inserted / updated / deleted: rows the commit inserted, updated, deleted.
         late: changes older than the stored row, ignored.
         deletes_absent: deletes of keys the table does not hold (nothing to do).
+        truncates: truncate records read (changes older than the latest are superseded).
+        truncated: stored rows the batch's truncate removes (not part of the row accounting).
     """
 
     rows_read: int = 0
@@ -41,6 +43,8 @@ class BatchMetrics:
     deleted: int = 0
     late: int = 0
     deletes_absent: int = 0
+    truncates: int = 0
+    truncated: int = 0
 
 
 @dataclass(frozen=True)

@@ -52,11 +52,13 @@ def classify(
     key: Sequence[str],
     sequence: Sequence[str],
     partition_by: Sequence[str] = (),
+    truncate_before: Column | None = None,
 ) -> DataFrame:
     """Add ``_lm_outcome`` to each collapsed change, comparing with ``table`` (``None``: no table yet).
 
     Matched changes also get the stored row's data file (``_lm_t_file``) and partition values
-    (``_lm_t_partition``), for dry runs to count what a batch touches."""
+    (``_lm_t_partition``), for dry runs to count what a batch touches. Stored rows older than the
+    batch's truncate (``truncate_before``) count as absent: the truncate removes them."""
     from pyspark.sql import functions as F
 
     op = F.col(C.OP)
@@ -79,6 +81,8 @@ def classify(
     joined = changes.join(stored, on=condition, how="left")
     incoming = F.struct(*[F.col(f"`{c}`") for c in sequence])
     found = F.col("_lm_t_found").isNotNull()
+    if truncate_before is not None:
+        found = found & (F.col("_lm_t_seq") >= truncate_before)
     outcome = (
         F.when(~found & (op == "D"), F.lit(Outcome.ABSENT.value))
         .when(~found, F.lit(Outcome.INSERT.value))

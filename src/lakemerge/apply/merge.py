@@ -30,6 +30,8 @@ def write_changes(
     exists: bool,
     writes: int,
     txn_version: int,
+    partial: Sequence[str] = (),
+    truncate_before: Column | None = None,
 ) -> None:
     """Commit the ``insert``/``update``/``delete`` rows of ``classified`` to ``table.path``.
 
@@ -57,19 +59,32 @@ def write_changes(
 
     from delta.tables import DeltaTable
 
+    extra = [F.col(C.AFTER_DELETE)] if partial else []
     source = classified.filter(F.col(C.OUTCOME).isin([o.value for o in WRITES])).select(
-        *[F.col(f"`{c}`") for c in data_columns], F.col(C.OP)
+        *[F.col(f"`{c}`") for c in data_columns], F.col(C.OP), *extra
     )
     on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in table.key)
     fresh = newer_or_equal("s", "t", table.sequence_columns)
-    assignments: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in data_columns}
-    (
+    values: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in data_columns}
+    updates: dict[str, str | Column] = dict(values)
+    stored = F.struct(*[F.col(f"t.`{c}`") for c in table.sequence_columns])
+    # A null means "unchanged", unless the batch deleted (or truncated) the stored row before.
+    fresh_start = F.col(f"s.{C.AFTER_DELETE}")
+    if truncate_before is not None:
+        fresh_start = fresh_start | (stored < truncate_before)
+    for c in partial:
+        updates[f"`{c}`"] = F.when(fresh_start, F.col(f"s.`{c}`")).otherwise(
+            F.coalesce(F.col(f"s.`{c}`"), F.col(f"t.`{c}`"))
+        )
+    merge = (
         DeltaTable.forPath(spark, table.path)
         .alias("t")
         .merge(source.alias("s"), on)
         .withSchemaEvolution()
         .whenMatchedDelete(condition=f"s.{C.OP} = 'D' AND {fresh}")
-        .whenMatchedUpdate(condition=f"s.{C.OP} = 'U' AND {fresh}", set=assignments)
-        .whenNotMatchedInsert(condition=f"s.{C.OP} = 'U'", values=assignments)
-        .execute()
+        .whenMatchedUpdate(condition=f"s.{C.OP} = 'U' AND {fresh}", set=updates)
+        .whenNotMatchedInsert(condition=f"s.{C.OP} = 'U'", values=values)
     )
+    if truncate_before is not None:
+        merge = merge.whenNotMatchedBySourceDelete(condition=stored < truncate_before)
+    merge.execute()

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lakemerge.config.models import FILE_SEQUENCE_COLUMN, TableConfig
+from lakemerge.config.models import FILE_SEQUENCE_COLUMN, FeedConfig, TableConfig
 from lakemerge.errors import ConfigError, InputError
 from lakemerge.feeds import columns as C
 from lakemerge.feeds.files import FeedFile
@@ -73,44 +73,33 @@ def normalize(spark: SparkSession, table: TableConfig, raw: RawFeed, files: Sequ
         )
         casts[name] = cast
 
-    # Key and sequence must be present.
+    op, op_errors = _operation(table, files)
+    not_truncate = op != F.lit("T")
+    # Key and sequence must be present (a truncate needs no key).
     for name in table.key:
-        errors.append((F.col(f"`{name}`").isNull(), F.lit(f"null key column '{name}'")))
+        errors.append((F.col(f"`{name}`").isNull() & not_truncate, F.lit(f"null key column '{name}'")))
     for name in table.sequence:
         errors.append((F.col(f"`{name}`").isNull(), F.lit(f"null sequence column '{name}'")))
-
-    # Operation.
-    delete_files = [i for i, f in enumerate(files) if f.is_delete_file(feed.delete_file_prefix)]
-    in_delete_file = F.col(C.FILE).isin(delete_files) if delete_files else F.lit(False)
-    op: Column = F.lit("U")
-    if feed.op_column:
-        code = F.col(f"`{feed.op_column}`").cast("string")
-        deletes, upserts = list(feed.delete_codes), list(feed.upsert_codes)
-        if feed.op_codes_ignore_case:
-            code = F.lower(code)
-            deletes, upserts = [c.lower() for c in deletes], [c.lower() for c in upserts]
-        op = F.when(code.isin(deletes), F.lit("D")).when(code.isNotNull(), F.lit("U"))
-        if upserts:
-            op = F.when(code.isin(deletes), F.lit("D")).when(code.isin(upserts), F.lit("U"))
-            errors.append(
-                (
-                    code.isNotNull() & ~code.isin(*deletes, *upserts),
-                    F.format_string("unknown op code '%s'", F.col(f"`{feed.op_column}`").cast("string")),
-                )
-            )
-        errors.append((code.isNull() & ~in_delete_file, F.lit(f"null op code in column '{feed.op_column}'")))
-    op = F.when(in_delete_file, F.lit("D")).otherwise(op)
+    errors.extend(op_errors)
 
     error: Column = F.lit(None).cast("string")
     for condition, reason in reversed(errors):
         error = F.when(condition, reason).otherwise(error)
 
-    data_columns = [c for c in raw.columns if c != feed.op_column]
+    data_columns = [c for c in raw.columns if c != feed.op_column and _kept(feed, c)]
     selected = [casts.get(c, F.col(f"`{c}`")).alias(c) for c in data_columns]
     if not table.sequence:
         numbers = F.create_map(*[x for i, f in enumerate(files) for x in (F.lit(i), F.lit(f.name_number))])
         selected.append(numbers[F.col(C.FILE)].cast("long").alias(FILE_SEQUENCE_COLUMN))
         data_columns.append(FILE_SEQUENCE_COLUMN)
+    # The raw record of a bad row, for messages and the quarantine: as read when the reader kept
+    # it, else the fields joined by the delimiter (delimited formats) or the row as JSON.
+    originals = [F.col(f"`{c}`") for c in raw.columns]
+    if feed.format == "csv":
+        rebuilt = F.concat_ws(feed.delimiter, *[F.coalesce(c.cast("string"), F.lit("")) for c in originals])
+    else:
+        rebuilt = F.to_json(F.struct(*originals))
+    record = F.when(error.isNotNull(), F.coalesce(F.col(C.RAW), rebuilt))
     frame = frame.select(
         *selected,
         op.alias(C.OP),
@@ -118,9 +107,43 @@ def normalize(spark: SparkSession, table: TableConfig, raw: RawFeed, files: Sequ
         C.FILE,
         C.BLOCK,
         C.ROW_ID,
-        C.RAW,
+        record.alias(C.RAW),
     )
     return ChangeSet(frame=frame, data_columns=tuple(data_columns), header_lines=raw.header_lines)
+
+
+def _operation(table: TableConfig, files: Sequence[FeedFile]) -> tuple[Column, list[tuple[Column, Column]]]:
+    """The normalised operation (``U``, ``D`` or ``T`` for truncate) and the checks on op codes."""
+    from pyspark.sql import functions as F
+
+    feed = table.feed
+    errors: list[tuple[Column, Column]] = []
+    delete_files = [i for i, f in enumerate(files) if f.is_delete_file(feed.delete_file_prefix)]
+    in_delete_file = F.col(C.FILE).isin(delete_files) if delete_files else F.lit(False)
+    op: Column = F.lit("U")
+    if feed.op_column:
+        raw_code = F.col(f"`{feed.op_column}`").cast("string")
+        code = F.lower(raw_code) if feed.op_codes_ignore_case else raw_code
+
+        def fold(codes: Sequence[str]) -> list[str]:
+            return [c.lower() for c in codes] if feed.op_codes_ignore_case else list(codes)
+
+        deletes, upserts, truncates = fold(feed.delete_codes), fold(feed.upsert_codes), fold(feed.truncate_codes)
+        op = F.when(code.isin(deletes), F.lit("D")).when(code.isin(truncates), F.lit("T"))
+        if upserts:
+            op = op.when(code.isin(upserts), F.lit("U"))
+            known = code.isin(*deletes, *upserts, *truncates)
+            errors.append((code.isNotNull() & ~known, F.format_string("unknown op code '%s'", raw_code)))
+        else:
+            op = op.when(code.isNotNull(), F.lit("U"))
+        errors.append((code.isNull() & ~in_delete_file, F.lit(f"null op code in column '{feed.op_column}'")))
+    return F.when(in_delete_file, F.lit("D")).otherwise(op), errors
+
+
+def _kept(feed: FeedConfig, column: str) -> bool:
+    if feed.keep_columns and column not in feed.keep_columns:
+        return False
+    return column not in feed.drop_columns
 
 
 def _check_columns_exist(table: TableConfig, raw: RawFeed, files: Sequence[FeedFile]) -> None:
@@ -161,7 +184,9 @@ def _check_type(spark: SparkSession, type_name: str, column: str) -> None:
         raise ConfigError(f"'{type_name}' is not a Spark SQL type", key=f"feed.types.{column}") from None
 
 
-def first_bad_row(changes: ChangeSet, files: Sequence[FeedFile], bad_count: int) -> InputError:
+def first_bad_row(
+    changes: ChangeSet, files: Sequence[FeedFile], bad_count: int, *, threshold: bool = False
+) -> InputError:
     """Build the error for a batch holding ``bad_count`` bad rows, naming the first one's file and
     row. Two small actions; only called when the batch is already known to be bad."""
     from pyspark.sql import functions as F
@@ -186,5 +211,7 @@ def first_bad_row(changes: ChangeSet, files: Sequence[FeedFile], bad_count: int)
         message += f" (record: {shown!r})"
     if bad_count > 1:
         message += f"; {bad_count - 1} more bad row{'s' if bad_count > 2 else ''} in the batch"
+    if threshold:
+        message += "; more bad rows than the quarantine threshold allows"
     message += "; nothing was applied"
     return InputError(message, path=files[int(file_index)].path, row=row)

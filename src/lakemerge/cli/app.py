@@ -325,6 +325,35 @@ def snapshot(
 
 @app.command()
 @_handled
+def quarantine(
+    target: Annotated[str, typer.Argument(help="PIPELINE.toml with --table NAME, or the table's path.")],
+    table: Annotated[str | None, typer.Option("--table", "-t", help="With a pipeline: the table.")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="Show at most N rows.")] = 100,
+    master: MasterOpt = None,
+    json_out: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """List a table's quarantined bad records: reason, file, row and the raw record."""
+    from lakemerge.table.quarantine import list_quarantine
+
+    settings = None
+    if table is not None:
+        from lakemerge.config.pipeline_file import load_pipeline
+
+        config = load_pipeline(target)
+        chosen = config.table(table)
+        settings, table_path, where = config.spark, chosen.path, chosen.quarantine
+    else:
+        table_path, where = target, f"{target.rstrip('/')}__quarantine"
+    rows = list_quarantine(_spark(master, verbose, settings), table_path=table_path, quarantine_path=where, limit=limit)
+    if json_out:
+        output.emit_json({"table": table_path, "quarantine": where, "rows": [r.to_dict() for r in rows]})
+    else:
+        output.quarantined(rows)
+
+
+@app.command()
+@_handled
 def history(
     table: Annotated[str, typer.Argument(help="The Delta table's path.")],
     limit: Annotated[int | None, typer.Option("--limit", "-n", help="Show only the newest N commits.")] = None,

@@ -52,7 +52,7 @@ def batch_results(results: Sequence[BatchResult]) -> None:
             ("ignored as late", m.late),
             ("superseded within the batch", m.superseded),
             ("deletes of absent keys", m.deletes_absent),
-            ("bad rows", m.rows_bad),
+            ("bad rows quarantined", m.rows_bad),
         ):
             grid.add_row(label, str(value))
         out.print(grid)
@@ -117,3 +117,16 @@ def summary(s: TableSummary) -> None:
         for row in s.sample:
             sample.add_row(*[str(row.get(name)) for name, _ in s.schema])
         out.print(sample)
+
+
+def quarantined(rows: Sequence[Any]) -> None:
+    """Quarantined records, one per line."""
+    if not rows:
+        out.print("no quarantined record")
+        return
+    grid = Table(title="quarantined records", show_header=True, header_style="bold")
+    for name in ("file", "row", "reason", "record"):
+        grid.add_column(name, overflow="fold")
+    for r in rows:
+        grid.add_row(r.file.rsplit("/", 1)[-1], str(r.row), r.reason, r.record)
+    out.print(grid)

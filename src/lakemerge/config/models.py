@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -79,12 +80,16 @@ class FeedConfig(_Model):
         delete_codes: op codes meaning delete.
         upsert_codes: op codes meaning insert/update. Empty: every code that is not a delete code
             is an upsert (chombo's rule). Non-empty: any other code is an error.
+        truncate_codes: op codes meaning truncate: every stored row and every change older than
+            the truncate record is removed (PRODUCT.md §Semantics 4).
         op_codes_ignore_case: compare op codes ignoring case.
         delete_file_prefix: every row of a file whose name starts with this prefix is a delete.
         file_order: how files are ordered for tie-breaking: by ``name``, or by the number after
             the last ``_`` in the name (``name_number``, seed 000's convention).
         null_value: the string read as null in delimited files.
         archive: a directory where ``lakemerge run`` moves files once their batch is committed.
+        keep_columns / drop_columns: keep only the listed feed columns, or all but the listed ones
+            (e.g. CDC metadata). Key, sequence and partition columns are always kept.
     """
 
     location: tuple[str, ...]
@@ -98,11 +103,14 @@ class FeedConfig(_Model):
     op_column: str | None = None
     delete_codes: tuple[str, ...] = ("D",)
     upsert_codes: tuple[str, ...] = ()
+    truncate_codes: tuple[str, ...] = ()
     op_codes_ignore_case: bool = False
     delete_file_prefix: str | None = None
     file_order: FileOrder = "name"
     null_value: str | None = None
     archive: str | None = None
+    keep_columns: tuple[str, ...] = ()
+    drop_columns: tuple[str, ...] = ()
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -151,9 +159,21 @@ class FeedConfig(_Model):
         def fold(code: str) -> str:
             return code.lower() if self.op_codes_ignore_case else code
 
-        both = {fold(c) for c in self.delete_codes} & {fold(c) for c in self.upsert_codes}
-        if both:
-            raise ValueError(f"op codes {sorted(both)} are both delete_codes and upsert_codes")
+        groups = {
+            "delete_codes": self.delete_codes,
+            "upsert_codes": self.upsert_codes,
+            "truncate_codes": self.truncate_codes,
+        }
+        names = list(groups)
+        for i, first in enumerate(names):
+            for second in names[i + 1 :]:
+                both = {fold(c) for c in groups[first]} & {fold(c) for c in groups[second]}
+                if both:
+                    raise ValueError(f"op codes {sorted(both)} are both {first} and {second}")
+        if self.keep_columns and self.drop_columns:
+            raise ValueError("use keep_columns or drop_columns, not both")
+        if self.truncate_codes and not self.op_column:
+            raise ValueError("truncate_codes need an op_column")
         if self.columns and self.header:
             raise ValueError("'columns' names headerless columns; it cannot be combined with header = true")
         return self
@@ -171,6 +191,13 @@ class TableConfig(_Model):
             ``_lm_sequence`` column so later batches compare against it.
         partition_by: partition columns of the table (used when lakemerge creates it).
         feed: where the changes come from.
+        ignore_null_updates: partial updates (PRODUCT.md §Semantics 3): a null in an upsert means
+            "unchanged". ``true`` for every column but key and sequence, or a list of columns.
+        quarantine_path: where bad records go (default: the table's path + ``__quarantine``).
+        max_bad_rows / max_bad_fraction: the quarantine threshold. A batch with more bad rows than
+            ``max_bad_rows`` (default 0), or, when ``max_bad_fraction`` is set, a greater fraction
+            of bad rows than it, fails without committing anything; otherwise its bad rows are
+            quarantined and its good rows committed.
         max_files_per_batch / max_bytes_per_batch: limits of one batch (at least one file is taken);
             later files wait for the next batch.
         commit_attempts: how many times a batch is planned and committed again when a concurrent
@@ -183,6 +210,10 @@ class TableConfig(_Model):
     sequence: tuple[str, ...] = ()
     partition_by: tuple[str, ...] = ()
     feed: FeedConfig
+    ignore_null_updates: bool | tuple[str, ...] = False
+    quarantine_path: str | None = None
+    max_bad_rows: int = Field(default=0, ge=0)
+    max_bad_fraction: float | None = Field(default=None, ge=0, le=1)
     max_files_per_batch: int | None = Field(default=None, ge=1)
     max_bytes_per_batch: int | None = Field(default=None, ge=1)
     commit_attempts: int = Field(default=5, ge=1)
@@ -218,12 +249,50 @@ class TableConfig(_Model):
             raise ValueError(f"columns {sorted(overlap)} cannot be both key and sequence")
         if self.feed.op_column and self.feed.op_column in (*self.key, *self.sequence, *self.partition_by):
             raise ValueError(f"op_column '{self.feed.op_column}' cannot also be a key, sequence or partition column")
+        kept = [*self.key, *self.sequence, *self.partition_by]
+        dropped = [
+            c
+            for c in kept
+            if c in self.feed.drop_columns or (self.feed.keep_columns and c not in self.feed.keep_columns)
+        ]
+        if dropped:
+            raise ValueError(f"key, sequence and partition columns cannot be dropped: {dropped}")
+        if not isinstance(self.ignore_null_updates, bool):
+            bad = [c for c in self.ignore_null_updates if c in (*self.key, *self.sequence)]
+            if bad:
+                raise ValueError(f"ignore_null_updates cannot list key or sequence columns: {bad}")
         if not self.sequence and self.feed.file_order != "name_number":
             raise ValueError(
                 "with no 'sequence' columns, the file name's trailing number orders changes: "
                 'set feed.file_order = "name_number" or name the sequence column(s)'
             )
         return self
+
+    @field_validator("quarantine_path")
+    @classmethod
+    def _absolute_quarantine(cls, value: str | None) -> str | None:
+        return absolute(value) if value else None
+
+    @property
+    def quarantine(self) -> str:
+        """Where this table's bad records are kept."""
+        return self.quarantine_path or f"{self.path.rstrip('/')}__quarantine"
+
+    def too_many_bad(self, bad: int, read: int) -> bool:
+        """Whether ``bad`` rows out of ``read`` exceed the quarantine threshold."""
+        if bad == 0:
+            return False
+        if self.max_bad_fraction is not None:
+            return bad / max(read, 1) > self.max_bad_fraction
+        return bad > self.max_bad_rows
+
+    def partial_columns(self, columns: Sequence[str]) -> tuple[str, ...]:
+        """The columns among ``columns`` where a null in an upsert means "unchanged"."""
+        if self.ignore_null_updates is False:
+            return ()
+        fixed = {*self.key, *self.sequence_columns}
+        chosen = columns if self.ignore_null_updates is True else self.ignore_null_updates
+        return tuple(c for c in columns if c in chosen and c not in fixed)
 
     @property
     def sequence_columns(self) -> tuple[str, ...]:
