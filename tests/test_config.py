@@ -66,7 +66,6 @@ def test_uri_paths_are_kept(tmp_path: Path) -> None:
         (('delete_codes = ["D", "X"]', 'delete_codes = ["D"]\nupsert_codes = ["D"]'), "tables.products.feed", "both"),
         (('format = "csv"', 'format = "csv"\ndelimiter = ";;"'), "tables.products.feed.delimiter", "one character"),
         (('sequence = "updated_at"', 'sequence = ["product_id"]'), "tables.products", "both key and sequence"),
-        (('sequence = "updated_at"', ""), "tables.products", "file_order"),
     ],
 )
 def test_config_errors_name_the_key(tmp_path: Path, edit: tuple[str, str], key: str, words: str) -> None:

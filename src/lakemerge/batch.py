@@ -106,7 +106,7 @@ def plan_batch(
         return NothingPending(skipped)
     txn = delta.txn_version(spark, table.path) if exists else 0
     try:
-        changes = normalize(spark, table, read_feed(spark, table.feed, files), files)
+        changes = normalize(spark, table, read_feed(spark, table.feed, files), files, batch_number=txn + 1)
     except Exception as exc:
         raise (translate(exc, reading=True) or exc) from exc
     frame = changes.frame.persist(StorageLevel.MEMORY_AND_DISK)
@@ -137,7 +137,14 @@ def plan_batch(
         if exists:
             stored = spark.read.format("delta").load(table.path)
             _check_table_columns(table, stored.columns)
-            valid = delta.conform(valid, stored, changes.data_columns, feed=", ".join(table.feed.location))
+            valid = delta.conform(
+                valid,
+                stored,
+                changes.data_columns,
+                feed=", ".join(table.feed.location),
+                date_to_timestamp=table.widen_date_to_timestamp,
+                table_widens=delta.type_widening_enabled(spark, table.path),
+            )
         truncate = _truncate(table, valid, stored) if table.feed.truncate_codes else Truncate()
         if truncate.before is not None:
             valid = valid.filter(

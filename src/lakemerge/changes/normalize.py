@@ -42,7 +42,9 @@ class ChangeSet:
     header_lines: int
 
 
-def normalize(spark: SparkSession, table: TableConfig, raw: RawFeed, files: Sequence[FeedFile]) -> ChangeSet:
+def normalize(
+    spark: SparkSession, table: TableConfig, raw: RawFeed, files: Sequence[FeedFile], *, batch_number: int = 0
+) -> ChangeSet:
     """Type the raw rows, derive operation and sequence, and flag bad rows.
 
     Raises:
@@ -89,7 +91,11 @@ def normalize(spark: SparkSession, table: TableConfig, raw: RawFeed, files: Sequ
     data_columns = [c for c in raw.columns if c != feed.op_column and _kept(feed, c)]
     selected = [casts.get(c, F.col(f"`{c}`")).alias(c) for c in data_columns]
     if not table.sequence:
-        numbers = F.create_map(*[x for i, f in enumerate(files) for x in (F.lit(i), F.lit(f.name_number))])
+        order = table.feed.file_order
+        per_file = [
+            f.name_number if order == "name_number" else f.modified if order == "mtime" else batch_number for f in files
+        ]
+        numbers = F.create_map(*[x for i, n in enumerate(per_file) for x in (F.lit(i), F.lit(n))])
         selected.append(numbers[F.col(C.FILE)].cast("long").alias(FILE_SEQUENCE_COLUMN))
         data_columns.append(FILE_SEQUENCE_COLUMN)
     # The raw record of a bad row, for messages and the quarantine: as read when the reader kept

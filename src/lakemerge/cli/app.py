@@ -354,6 +354,25 @@ def quarantine(
 
 @app.command()
 @_handled
+def report(
+    table: Annotated[str, typer.Argument(help="The Delta table's path.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write.")] = Path("report.html"),
+    master: MasterOpt = None,
+    json_out: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Write a self-contained HTML page of the table's batch history, with plots."""
+    from lakemerge.table.report import write_report
+
+    result = write_report(_spark(master, verbose), table, str(out))
+    if json_out:
+        output.emit_json(result.to_dict())
+    else:
+        output.out.print(f"wrote {result.out}: {result.batches} batch(es) in {result.commits} commit(s)")
+
+
+@app.command()
+@_handled
 def history(
     table: Annotated[str, typer.Argument(help="The Delta table's path.")],
     limit: Annotated[int | None, typer.Option("--limit", "-n", help="Show only the newest N commits.")] = None,

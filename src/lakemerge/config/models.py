@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from lakemerge.config.loading import is_uri
 
 FeedFormat = Literal["csv", "text", "json", "parquet"]
-FileOrder = Literal["name", "name_number"]
+FileOrder = Literal["name", "name_number", "mtime"]
 
 #: Name of the column holding the sequence when the feed has no ordering field and lakemerge
 #: derives it from the number at the end of each file's name. Stored so later batches can compare.
@@ -84,8 +84,9 @@ class FeedConfig(_Model):
             the truncate record is removed (PRODUCT.md §Semantics 4).
         op_codes_ignore_case: compare op codes ignoring case.
         delete_file_prefix: every row of a file whose name starts with this prefix is a delete.
-        file_order: how files are ordered for tie-breaking: by ``name``, or by the number after
-            the last ``_`` in the name (``name_number``, seed 000's convention).
+        file_order: how files are ordered: by ``name`` (full path), by the number after the last
+            ``_`` in the name (``name_number``, seed 000's convention), or by modification time
+            (``mtime``); ties by path.
         null_value: the string read as null in delimited files.
         archive: a directory where ``lakemerge run`` moves files once their batch is committed.
         keep_columns / drop_columns: keep only the listed feed columns, or all but the listed ones
@@ -186,13 +187,16 @@ class TableConfig(_Model):
         name: the table's name in the pipeline.
         path: where the Delta table lives (local path or Hadoop URI).
         key: the column(s) identifying a record.
-        sequence: the column(s) ordering versions of a record, compared left to right. Empty:
-            the number after the last ``_`` in each file's name is the sequence, stored in the
-            ``_lm_sequence`` column so later batches compare against it.
+        sequence: the column(s) ordering versions of a record, compared left to right. Empty: the
+            files' order is the sequence (see ``feed.file_order``): the number after the last
+            ``_`` of the name, the modification time, or, ordering by name, the batch's number
+            (later batches are newer). It is stored in the ``_lm_sequence`` column so that later
+            batches compare against it; within a batch, file order then row position break ties.
         partition_by: partition columns of the table (used when lakemerge creates it).
         feed: where the changes come from.
         ignore_null_updates: partial updates (PRODUCT.md §Semantics 3): a null in an upsert means
             "unchanged". ``true`` for every column but key and sequence, or a list of columns.
+        widen_date_to_timestamp: accept a DATE feed column into a TIMESTAMP table column.
         quarantine_path: where bad records go (default: the table's path + ``__quarantine``).
         max_bad_rows / max_bad_fraction: the quarantine threshold. A batch with more bad rows than
             ``max_bad_rows`` (default 0), or, when ``max_bad_fraction`` is set, a greater fraction
@@ -211,6 +215,7 @@ class TableConfig(_Model):
     partition_by: tuple[str, ...] = ()
     feed: FeedConfig
     ignore_null_updates: bool | tuple[str, ...] = False
+    widen_date_to_timestamp: bool = False
     quarantine_path: str | None = None
     max_bad_rows: int = Field(default=0, ge=0)
     max_bad_fraction: float | None = Field(default=None, ge=0, le=1)
@@ -261,11 +266,6 @@ class TableConfig(_Model):
             bad = [c for c in self.ignore_null_updates if c in (*self.key, *self.sequence)]
             if bad:
                 raise ValueError(f"ignore_null_updates cannot list key or sequence columns: {bad}")
-        if not self.sequence and self.feed.file_order != "name_number":
-            raise ValueError(
-                "with no 'sequence' columns, the file name's trailing number orders changes: "
-                'set feed.file_order = "name_number" or name the sequence column(s)'
-            )
         return self
 
     @field_validator("quarantine_path")

@@ -7,7 +7,8 @@ File order, used to break ties between changes with equal sequences, is defined 
 
 - ``file_order = "name"``: by the file's full path, compared as a string;
 - ``file_order = "name_number"``: by the number after the last ``_`` of the name (before the
-  extension; ``products_1428415316.csv`` → 1428415316), then by path.
+  extension; ``products_1428415316.csv`` → 1428415316), then by path;
+- ``file_order = "mtime"``: by modification time, then by path.
 """
 
 from __future__ import annotations
@@ -87,6 +88,8 @@ def list_feed_files(spark: SparkSession, locations: Iterable[str], *, file_order
                 path=missing[0],
             )
         files.sort(key=lambda f: (f.name_number, f.path))
+    elif file_order == "mtime":
+        files.sort(key=lambda f: (f.modified, f.path))
     else:
         files.sort(key=lambda f: f.path)
     return files

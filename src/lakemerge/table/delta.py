@@ -81,8 +81,21 @@ def _foreign_file(fs: Any, directory: Any) -> str | None:
     return None
 
 
-def conform(frame: DataFrame, stored: DataFrame, columns: Sequence[str], *, feed: str) -> DataFrame:
-    """Cast the batch's columns to the table's types where that widens; fail on anything else.
+def conform(
+    frame: DataFrame,
+    stored: DataFrame,
+    columns: Sequence[str],
+    *,
+    feed: str,
+    date_to_timestamp: bool = False,
+    table_widens: bool = False,
+) -> DataFrame:
+    """Match the batch's column types to the table's (PRODUCT.md §Semantics 7).
+
+    A feed type narrower than the table's is cast up (int → bigint, float → double, and
+    date → timestamp when ``date_to_timestamp``). A feed type wider than the table's widens the
+    table's column, which Delta does in the batch's own commit when the table has
+    ``delta.enableTypeWidening`` (``table_widens``). Anything else fails.
 
     Raises:
         SchemaError: naming the column, both types and the feed.
@@ -98,14 +111,36 @@ def conform(frame: DataFrame, stored: DataFrame, columns: Sequence[str], *, feed
         if want is None or want == have:
             continue
         have_s, want_s = have.simpleString(), want.simpleString()
-        if have_s == "void" or want_s in _WIDENS_TO.get(have_s, set()):
+        if have_s == "void" or _widens(have_s, want_s, date_to_timestamp):
             out = out.withColumn(name, F.col(f"`{name}`").cast(want))
             continue
+        if _widens(want_s, have_s, False):
+            if table_widens:
+                continue
+            raise SchemaError(
+                f"{feed}: column '{name}' is {have_s.upper()} in the feed but {want_s.upper()} in the table; "
+                "widening the table's column needs the table property delta.enableTypeWidening = true; "
+                "nothing was applied"
+            )
         raise SchemaError(
             f"{feed}: column '{name}' is {have_s.upper()} in the feed but {want_s.upper()} in the table; "
-            "only widening (int → bigint, float → double, date → timestamp) is allowed; nothing was applied"
+            "only widening (int → bigint, float → double) is allowed; nothing was applied"
         )
     return out
+
+
+def _widens(narrow: str, wide: str, date_to_timestamp: bool) -> bool:
+    if narrow == "date" and wide == "timestamp":
+        return date_to_timestamp
+    return wide in _WIDENS_TO.get(narrow, set())
+
+
+def type_widening_enabled(spark: SparkSession, path: str) -> bool:
+    """Whether the table allows Delta to widen column types (``delta.enableTypeWidening``)."""
+    from delta.tables import DeltaTable
+
+    properties = DeltaTable.forPath(spark, path).detail().select("properties").collect()[0][0] or {}
+    return str(properties.get("delta.enableTypeWidening", "false")).lower() == "true"
 
 
 @contextlib.contextmanager
