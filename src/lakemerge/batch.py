@@ -113,10 +113,11 @@ def plan_batch(
     frames = [frame]
     try:
         try:
-            stats = frame.agg(F.count(F.lit(1)), F.count(C.ERROR)).collect()[0]
+            ignored_row = F.when(F.col(C.ERROR).isNull() & (F.col(C.OP) == "N"), 1).otherwise(0)
+            stats = frame.agg(F.count(F.lit(1)), F.count(C.ERROR), F.sum(ignored_row)).collect()[0]
         except Exception as exc:
             raise (translate(exc, reading=True) or exc) from exc
-        rows_read, rows_bad = int(stats[0]), int(stats[1])
+        rows_read, rows_bad, ignored = int(stats[0]), int(stats[1]), int(stats[2] or 0)
         if table.too_many_bad(rows_bad, rows_read):
             raise first_bad_row(
                 changes, files, rows_bad, threshold=table.max_bad_rows > 0 or table.max_bad_fraction is not None
@@ -132,7 +133,7 @@ def plan_batch(
                 table=table.name,
             )
 
-        valid = frame.filter(F.col(C.ERROR).isNull())
+        valid = frame.filter(F.col(C.ERROR).isNull() & (F.col(C.OP) != "N"))
         stored = None
         if exists:
             stored = spark.read.format("delta").load(table.path)
@@ -171,7 +172,7 @@ def plan_batch(
         rows_read=rows_read,
         rows_bad=rows_bad,
         changes=collapsed,
-        superseded=rows_read - rows_bad - truncate.records - collapsed,
+        superseded=rows_read - rows_bad - ignored - truncate.records - collapsed,
         inserted=counts.get(Outcome.INSERT, 0),
         updated=counts.get(Outcome.UPDATE, 0),
         deleted=counts.get(Outcome.DELETE, 0),
@@ -179,6 +180,7 @@ def plan_batch(
         deletes_absent=counts.get(Outcome.ABSENT, 0),
         truncates=truncate.records,
         truncated=truncate.stored_rows,
+        ignored=ignored,
     )
     return BatchPlan(
         table=table,
@@ -423,7 +425,17 @@ def _check_table_columns(table: TableConfig, stored_columns: Sequence[str]) -> N
 
 def check_accounting(m: BatchMetrics) -> None:
     """Raise AccountingError unless every row read is accounted for."""
-    total = m.inserted + m.updated + m.deleted + m.late + m.deletes_absent + m.superseded + m.rows_bad + m.truncates
+    total = (
+        m.inserted
+        + m.updated
+        + m.deleted
+        + m.late
+        + m.deletes_absent
+        + m.superseded
+        + m.rows_bad
+        + m.truncates
+        + m.ignored
+    )
     if total != m.rows_read:
         raise AccountingError(
             f"internal error: batch row counts do not add up (read {m.rows_read}, accounted {total}); "

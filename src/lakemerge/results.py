@@ -20,7 +20,7 @@ class BatchMetrics:
     """Row accounting of one batch.
 
     ``rows_read = inserted + updated + deleted + late + deletes_absent + superseded + rows_bad +
-    truncates`` always holds (checked before commit).
+    truncates + ignored`` always holds (checked before commit).
 
     Attributes:
         rows_read: records read from the batch's files.
@@ -32,6 +32,7 @@ class BatchMetrics:
         deletes_absent: deletes of keys the table does not hold (nothing to do).
         truncates: truncate records read (changes older than the latest are superseded).
         truncated: stored rows the batch's truncate removes (not part of the row accounting).
+        ignored: records skipped on purpose (op codes in ``ignore_codes``, e.g. Debezium tombstones).
     """
 
     rows_read: int = 0
@@ -45,6 +46,7 @@ class BatchMetrics:
     deletes_absent: int = 0
     truncates: int = 0
     truncated: int = 0
+    ignored: int = 0
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lakemerge.config.models import FILE_SEQUENCE_COLUMN, FeedConfig, TableConfig
+from lakemerge.config.models import FILE_SEQUENCE_COLUMN, TableConfig
 from lakemerge.errors import ConfigError, InputError
 from lakemerge.feeds import columns as C
 from lakemerge.feeds.files import FeedFile
@@ -76,19 +76,19 @@ def normalize(
         casts[name] = cast
 
     op, op_errors = _operation(table, files)
-    not_truncate = op != F.lit("T")
-    # Key and sequence must be present (a truncate needs no key).
+    keyed = ~op.isin("T", "N")
+    # Key and sequence must be present (a truncate needs no key; an ignored record needs neither).
     for name in table.key:
-        errors.append((F.col(f"`{name}`").isNull() & not_truncate, F.lit(f"null key column '{name}'")))
+        errors.append((F.col(f"`{name}`").isNull() & keyed, F.lit(f"null key column '{name}'")))
     for name in table.sequence:
-        errors.append((F.col(f"`{name}`").isNull(), F.lit(f"null sequence column '{name}'")))
+        errors.append((F.col(f"`{name}`").isNull() & (op != "N"), F.lit(f"null sequence column '{name}'")))
     errors.extend(op_errors)
 
     error: Column = F.lit(None).cast("string")
     for condition, reason in reversed(errors):
         error = F.when(condition, reason).otherwise(error)
 
-    data_columns = [c for c in raw.columns if c != feed.op_column and _kept(feed, c)]
+    data_columns = [c for c in raw.columns if c != feed.op_column and _kept(table, c)]
     selected = [casts.get(c, F.col(f"`{c}`")).alias(c) for c in data_columns]
     if not table.sequence:
         order = table.feed.file_order
@@ -119,7 +119,8 @@ def normalize(
 
 
 def _operation(table: TableConfig, files: Sequence[FeedFile]) -> tuple[Column, list[tuple[Column, Column]]]:
-    """The normalised operation (``U``, ``D`` or ``T`` for truncate) and the checks on op codes."""
+    """The normalised operation (``U``, ``D``, ``T`` for truncate, ``N`` for an ignored record) and
+    the checks on op codes."""
     from pyspark.sql import functions as F
 
     feed = table.feed
@@ -135,10 +136,12 @@ def _operation(table: TableConfig, files: Sequence[FeedFile]) -> tuple[Column, l
             return [c.lower() for c in codes] if feed.op_codes_ignore_case else list(codes)
 
         deletes, upserts, truncates = fold(feed.delete_codes), fold(feed.upsert_codes), fold(feed.truncate_codes)
+        ignores = fold(feed.ignore_codes)
         op = F.when(code.isin(deletes), F.lit("D")).when(code.isin(truncates), F.lit("T"))
+        op = op.when(code.isin(ignores), F.lit("N"))
         if upserts:
             op = op.when(code.isin(upserts), F.lit("U"))
-            known = code.isin(*deletes, *upserts, *truncates)
+            known = code.isin(*deletes, *upserts, *truncates, *ignores)
             errors.append((code.isNotNull() & ~known, F.format_string("unknown op code '%s'", raw_code)))
         else:
             op = op.when(code.isNotNull(), F.lit("U"))
@@ -146,7 +149,12 @@ def _operation(table: TableConfig, files: Sequence[FeedFile]) -> tuple[Column, l
     return F.when(in_delete_file, F.lit("D")).otherwise(op), errors
 
 
-def _kept(feed: FeedConfig, column: str) -> bool:
+def _kept(table: TableConfig, column: str) -> bool:
+    feed = table.feed
+    if column in (*table.key, *table.sequence, *table.partition_by):
+        return True
+    if feed.format == "debezium" and column.startswith("__"):
+        return False  # event metadata is stored only when it orders changes (the sequence)
     if feed.keep_columns and column not in feed.keep_columns:
         return False
     return column not in feed.drop_columns

@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from lakemerge.config.loading import is_uri
 
-FeedFormat = Literal["csv", "text", "json", "parquet"]
+FeedFormat = Literal["csv", "text", "json", "parquet", "orc", "avro", "debezium"]
+Envelope = Literal["none", "dms"]
 FileOrder = Literal["name", "name_number", "mtime"]
 
 #: Name of the column holding the sequence when the feed has no ordering field and lakemerge
@@ -67,9 +68,17 @@ class FeedConfig(_Model):
     Attributes:
         location: files or directories (local paths or Hadoop URIs) holding change files.
         format: ``csv`` (quoted, single-character delimiter), ``text`` (lines split by a regular
-            expression, as chombo does), ``json`` (JSON lines) or ``parquet``.
+            expression, as chombo does), ``json`` (JSON lines), ``parquet``, ``orc``, ``avro``, or
+            ``debezium`` (JSON lines of Debezium change events, with or without their schema).
         header: whether delimited files start with a header line naming the columns.
         delimiter: the field delimiter of ``csv`` files.
+        quote / escape: the quote character of ``csv`` files and the one escaping it inside
+            quotes (``"`` twice by default, as RFC 4180 writes it).
+        multiline: ``csv`` records may span lines (quoted newlines); such files are not split.
+        encoding: the character set of ``csv`` and ``json`` files (gzip and bzip2 compression is
+            recognised by the file extension for every text format).
+        envelope: ``dms`` reads AWS DMS output (``csv`` or ``parquet``): the ``Op`` column
+            (I/U/D) first in change files, and full-load files (named ``LOAD…``) as inserts.
         delimiter_regex: the regular expression splitting ``text`` lines.
         schema_ddl: column names and types as a Spark DDL string (``id STRING, price INT``);
             for headerless files it names the columns by position.
@@ -80,6 +89,7 @@ class FeedConfig(_Model):
         delete_codes: op codes meaning delete.
         upsert_codes: op codes meaning insert/update. Empty: every code that is not a delete code
             is an upsert (chombo's rule). Non-empty: any other code is an error.
+        ignore_codes: op codes of records to skip and count as ignored (Debezium tombstones).
         truncate_codes: op codes meaning truncate: every stored row and every change older than
             the truncate record is removed (PRODUCT.md §Semantics 4).
         op_codes_ignore_case: compare op codes ignoring case.
@@ -97,6 +107,11 @@ class FeedConfig(_Model):
     format: FeedFormat = "csv"
     header: bool = False
     delimiter: str = ","
+    quote: str = '"'
+    escape: str = '"'
+    multiline: bool = False
+    encoding: str = "UTF-8"
+    envelope: Envelope = "none"
     delimiter_regex: str = ","
     schema_ddl: str | None = Field(default=None, alias="schema")
     columns: tuple[str, ...] = ()
@@ -105,6 +120,7 @@ class FeedConfig(_Model):
     delete_codes: tuple[str, ...] = ("D",)
     upsert_codes: tuple[str, ...] = ()
     truncate_codes: tuple[str, ...] = ()
+    ignore_codes: tuple[str, ...] = ()
     op_codes_ignore_case: bool = False
     delete_file_prefix: str | None = None
     file_order: FileOrder = "name"
@@ -119,6 +135,25 @@ class FeedConfig(_Model):
     @classmethod
     def _one_or_many(cls, value: object) -> object:
         return (value,) if isinstance(value, str) else value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _envelope_defaults(cls, data: object) -> object:
+        """Debezium and DMS feeds know their op column and codes."""
+        if not isinstance(data, dict):
+            return data
+        if data.get("format") == "debezium":
+            defaults = {
+                "op_column": "__op",
+                "upsert_codes": ("c", "u", "r"),
+                "delete_codes": ("d",),
+                "ignore_codes": ("tombstone",),
+            }
+        elif data.get("envelope") == "dms":
+            defaults = {"op_column": "Op", "upsert_codes": ("I", "U"), "delete_codes": ("D",)}
+        else:
+            return data
+        return {**defaults, **{k: v for k, v in data.items() if v is not None}}
 
     @field_validator("location")
     @classmethod
@@ -164,6 +199,7 @@ class FeedConfig(_Model):
             "delete_codes": self.delete_codes,
             "upsert_codes": self.upsert_codes,
             "truncate_codes": self.truncate_codes,
+            "ignore_codes": self.ignore_codes,
         }
         names = list(groups)
         for i, first in enumerate(names):
@@ -173,6 +209,8 @@ class FeedConfig(_Model):
                     raise ValueError(f"op codes {sorted(both)} are both {first} and {second}")
         if self.keep_columns and self.drop_columns:
             raise ValueError("use keep_columns or drop_columns, not both")
+        if self.envelope == "dms" and self.format not in ("csv", "parquet"):
+            raise ValueError('envelope = "dms" reads csv or parquet files')
         if self.truncate_codes and not self.op_column:
             raise ValueError("truncate_codes need an op_column")
         if self.columns and self.header:

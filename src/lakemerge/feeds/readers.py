@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lakemerge.config.models import FeedConfig
 from lakemerge.errors import InputError
@@ -50,14 +50,22 @@ def read_feed(spark: SparkSession, feed: FeedConfig, files: Sequence[FeedFile]) 
     if not files:
         raise InputError("no change file to read")
     paths = [f.path for f in files]
-    if feed.format == "csv":
-        raw = _read_csv(spark, feed, paths)
+    if feed.envelope == "dms":
+        from lakemerge.feeds.envelopes import read_dms
+
+        raw = read_dms(spark, feed, files)
+    elif feed.format == "debezium":
+        from lakemerge.feeds.envelopes import read_debezium
+
+        raw = read_debezium(spark, feed, paths)
+    elif feed.format == "csv":
+        raw = read_csv(spark, feed, paths)
     elif feed.format == "text":
         raw = _read_text(spark, feed, paths)
     elif feed.format == "json":
         raw = _read_json(spark, feed, paths)
     else:
-        raw = _read_parquet(spark, paths)
+        raw = read_columnar(spark, feed.format, paths)
     for name in raw.columns:
         if name.startswith(C.RESERVED_PREFIX):
             raise InputError(
@@ -99,6 +107,13 @@ def _data_columns(spark: SparkSession, feed: FeedConfig, paths: Sequence[str], c
         return list(_ddl_names(spark, feed.schema_ddl))
     if feed.columns:
         return list(feed.columns)
+    if feed.format == "csv" and feed.header:
+        # The CSV reader itself reads the header: quoting, encoding and compression are honoured.
+        for path in paths:
+            names = list(_csv_reader(spark, feed).option("header", True).csv(path).columns)
+            if names and names != ["_c0"]:
+                return [n.lstrip("\ufeff").strip() for n in names]
+        return []
     line = None
     for path in paths:
         line = _first_line(spark, path)
@@ -133,7 +148,24 @@ class _Read:
     header_lines: int
 
 
-def _read_csv(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -> _Read:
+def _csv_reader(spark: SparkSession, feed: FeedConfig) -> Any:
+    reader = (
+        spark.read.option("sep", feed.delimiter)
+        .option("quote", feed.quote)
+        .option("escape", feed.escape)
+        .option("multiLine", feed.multiline)
+        .option("encoding", feed.encoding)
+    )
+    if feed.null_value is not None:
+        reader = reader.option("nullValue", feed.null_value)
+    return reader
+
+
+def read_csv(
+    spark: SparkSession, feed: FeedConfig, paths: Sequence[str], *, names: Sequence[str] | None = None
+) -> _Read:
+    """Delimited files with quoting (RFC 4180 doubled quotes by default), null markers, any
+    encoding, gzip/bzip2 by extension, and multi-line records when configured."""
     import csv
 
     from pyspark.sql import functions as F
@@ -141,20 +173,18 @@ def _read_csv(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -> _R
     def split(line: str) -> list[str]:
         return next(csv.reader([line], delimiter=feed.delimiter))
 
-    names = _data_columns(spark, feed, paths, split)
+    names = list(names) if names is not None else _data_columns(spark, feed, paths, split)
     if not names:
         return _empty(spark, paths)
     schema = ", ".join(f"`{n}` STRING" for n in names) + f", `{_CORRUPT}` STRING"
     reader = (
-        spark.read.schema(schema)
+        _csv_reader(spark, feed)
+        .schema(schema)
         .option("header", feed.header)
         .option("enforceSchema", True)
-        .option("sep", feed.delimiter)
         .option("mode", "PERMISSIVE")
         .option("columnNameOfCorruptRecord", _CORRUPT)
     )
-    if feed.null_value is not None:
-        reader = reader.option("nullValue", feed.null_value)
     frame = reader.csv(list(paths))
     frame = frame.select(
         *[F.col(f"`{n}`") for n in names],
@@ -207,12 +237,13 @@ def _read_json(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -> _
         assert isinstance(parsed, StructType)
         schema = parsed
     else:
-        schema = spark.read.option("mode", "PERMISSIVE").json(list(paths)).schema
+        schema = spark.read.option("mode", "PERMISSIVE").option("encoding", feed.encoding).json(list(paths)).schema
     data_fields = [f for f in schema.fields if f.name != "_corrupt_record"]
     full = StructType([*data_fields, StructField(_CORRUPT, StringType())])
     frame = (
         spark.read.schema(full)
         .option("mode", "PERMISSIVE")
+        .option("encoding", feed.encoding)
         .option("columnNameOfCorruptRecord", _CORRUPT)
         .json(list(paths))
     )
@@ -226,10 +257,11 @@ def _read_json(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -> _
     return _Read(_position(frame), tuple(names), 0)
 
 
-def _read_parquet(spark: SparkSession, paths: Sequence[str]) -> _Read:
+def read_columnar(spark: SparkSession, fmt: str, paths: Sequence[str]) -> _Read:
+    """Parquet, ORC or Avro files (typed; row positions from Parquet's row index where it has one)."""
     from pyspark.sql import functions as F
 
-    frame = spark.read.parquet(*paths)
+    frame = spark.read.format(fmt).load(list(paths))
     names = list(frame.columns)
     frame = frame.select(
         *[F.col(f"`{n}`") for n in names],
@@ -237,7 +269,7 @@ def _read_parquet(spark: SparkSession, paths: Sequence[str]) -> _Read:
         F.lit(None).cast("string").alias(C.MALFORMED),
         "_metadata",
     )
-    return _Read(_position(frame, row_index=True), tuple(names), 0)
+    return _Read(_position(frame, row_index=fmt == "parquet"), tuple(names), 0)
 
 
 def _empty(spark: SparkSession, paths: Sequence[str]) -> _Read:

@@ -24,6 +24,16 @@ if TYPE_CHECKING:
 #: The Delta artifact pinned to our PySpark minor version (Spark 4.1, Scala 2.13).
 DELTA_PACKAGE = "io.delta:delta-spark_4.1_2.13:4.4.0"
 
+#: Spark's Avro data source. Its newest Spark 4.1 release on Maven Central is 4.1.1 (the later
+#: 4.1 patch releases published no spark-avro artifact); the data source API is stable within 4.1.
+AVRO_PACKAGE = "org.apache.spark:spark-avro_2.13:4.1.1"
+
+
+def avro_package() -> str:
+    """Maven coordinates of the Avro data source lakemerge adds to every session."""
+    return AVRO_PACKAGE
+
+
 _DEFAULTS: dict[str, str] = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
@@ -68,7 +78,7 @@ def get_spark(settings: SparkSettings | None = None, *, verbose: bool = False) -
             }
         )
     conf.update(settings.conf)
-    packages = [DELTA_PACKAGE, *settings.packages]
+    packages = [DELTA_PACKAGE, avro_package(), *settings.packages]
     extra = conf.get("spark.jars.packages")
     if extra:
         packages.extend(p.strip() for p in extra.split(",") if p.strip())
