@@ -71,10 +71,15 @@ def read_feed(spark: SparkSession, feed: FeedConfig, files: Sequence[FeedFile]) 
             raise InputError(
                 f"column '{name}' uses the prefix '{C.RESERVED_PREFIX}' reserved for lakemerge", path=paths[0]
             )
-    dupes = sorted({c for c in raw.columns if [x.lower() for x in raw.columns].count(c.lower()) > 1})
-    if dupes:
-        raise InputError(f"duplicate column names {dupes}", path=paths[0])
+    _check_names(raw.columns, paths[0])
     return RawFeed(frame=_with_file_index(raw.frame, paths), columns=raw.columns, header_lines=raw.header_lines)
+
+
+def _check_names(names: Sequence[str], path: str) -> None:
+    lowered = [n.lower() for n in names]
+    dupes = sorted({n for n in names if lowered.count(n.lower()) > 1})
+    if dupes:
+        raise InputError(f"duplicate column names {dupes} (names are compared ignoring case)", path=path)
 
 
 def _with_file_index(frame: DataFrame, paths: Sequence[str]) -> DataFrame:
@@ -107,8 +112,8 @@ def _data_columns(spark: SparkSession, feed: FeedConfig, paths: Sequence[str], c
         return list(_ddl_names(spark, feed.schema_ddl))
     if feed.columns:
         return list(feed.columns)
-    if feed.format == "csv" and feed.header:
-        # The CSV reader itself reads the header: quoting, encoding and compression are honoured.
+    if feed.format == "csv" and feed.header and feed.encoding.upper().replace("-", "") != "UTF8":
+        # Another encoding: the CSV reader itself decodes the header.
         for path in paths:
             names = list(_csv_reader(spark, feed).option("header", True).csv(path).columns)
             if names and names != ["_c0"]:
@@ -124,7 +129,7 @@ def _data_columns(spark: SparkSession, feed: FeedConfig, paths: Sequence[str], c
     assert callable(count_fields)
     fields: list[str] = count_fields(line)
     if feed.header:
-        return [f.strip() for f in fields]
+        return [f.lstrip("\ufeff").strip() for f in fields]
     return [f"c{i}" for i in range(len(fields))]
 
 
@@ -176,6 +181,7 @@ def read_csv(
     names = list(names) if names is not None else _data_columns(spark, feed, paths, split)
     if not names:
         return _empty(spark, paths)
+    _check_names(names, paths[0])
     schema = ", ".join(f"`{n}` STRING" for n in names) + f", `{_CORRUPT}` STRING"
     reader = (
         _csv_reader(spark, feed)
