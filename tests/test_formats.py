@@ -153,3 +153,22 @@ def test_dms_parquet(spark: object, tmp_path: Path) -> None:
     t = table(tmp_path, format="parquet", envelope="dms")
     lakemerge.apply_table(t, spark=spark)
     assert [(x["id"], x["name"]) for x in read_table(t.path)] == [(1, "a2"), (2, "b")]
+
+
+def test_several_feeds_write_one_table_in_one_batch(spark: object, tmp_path: Path) -> None:
+    write_lines(tmp_path / "east" / "e1.csv", ["id;seq;v", "1;1;east", "2;1;east"])
+    write_lines(tmp_path / "west" / "w1.json", ['{"id": 2, "seq": 1, "v": "west"}', '{"id": 3, "seq": 2, "v": "west"}'])
+    pipeline = tmp_path / "p.toml"
+    pipeline.write_text(
+        '[tables.customers]\npath = "table"\nkey = "id"\nsequence = "seq"\n'
+        '[[tables.customers.feeds]]\nlocation = "east"\nformat = "csv"\nheader = true\ndelimiter = ";"\n'
+        'schema = "id INT, seq BIGINT, v STRING"\narchive = "archive/east"\n'
+        '[[tables.customers.feeds]]\nlocation = "west"\nformat = "json"\nschema = "id INT, seq BIGINT, v STRING"\n'
+    )
+    config = lakemerge.load_pipeline(pipeline)
+    results = lakemerge.run(config, spark=spark)
+    assert [r.version for r in results] == [0] and len(results[0].files) == 2
+    # Equal sequences: the later feed in the pipeline wins the tie.
+    assert {r["id"]: r["v"] for r in read_table(config.table("customers").path)} == {1: "east", 2: "west", 3: "west"}
+    assert [p.name for p in (tmp_path / "archive" / "east").iterdir()] == ["e1.csv"]
+    assert (tmp_path / "west" / "w1.json").exists()  # the west feed does not archive

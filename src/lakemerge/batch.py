@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from lakemerge.apply import Outcome, classify, write_changes
 from lakemerge.changes import collapse, normalize
-from lakemerge.changes.normalize import first_bad_row
+from lakemerge.changes.normalize import ChangeSet, first_bad_row
 from lakemerge.config.models import TableConfig
 from lakemerge.errors import AccountingError, ConflictError, SchemaError
 from lakemerge.feeds import FeedFile, list_feed_files, read_feed
@@ -65,26 +65,34 @@ class BatchPlan:
 
 def select_files(
     spark: SparkSession, table: TableConfig, inputs: Sequence[str] | None
-) -> tuple[list[FeedFile], tuple[str, ...], bool]:
-    """The batch's files: pending files in file order, up to the table's batch limits (at least
-    one file); also the files skipped as already applied, and whether the table exists."""
-    found = list_feed_files(spark, inputs or table.feed.location, file_order=table.feed.file_order)
+) -> tuple[list[tuple[int, FeedFile]], tuple[str, ...], bool]:
+    """The batch's files as (feed index, file): pending files of each feed in turn, each feed's in
+    file order, up to the table's batch limits (at least one file); also the files skipped as
+    already applied, and whether the table exists. ``inputs`` replaces the first feed's location."""
     exists = delta.table_exists(spark, table.path)
     ledger = delta.applied_files(spark, table.path) if exists else {}
-    archived = table.feed.archive is not None
-    done = {f.path for f in found if delta.check_unchanged(ledger, f.path, f.size, f.modified, archived=archived)}
-    pending = [f for f in found if f.path not in done]
-    skipped = tuple(f.path for f in found if f.path in done)
-    chosen: list[FeedFile] = []
+    pending: list[tuple[int, FeedFile]] = []
+    skipped: list[str] = []
+    for index, feed in enumerate(table.feeds):
+        if inputs and index > 0:
+            break
+        found = list_feed_files(spark, (inputs if inputs else feed.location), file_order=feed.file_order)
+        archived = feed.archive is not None
+        for f in found:
+            if delta.check_unchanged(ledger, f.path, f.size, f.modified, archived=archived):
+                skipped.append(f.path)
+            else:
+                pending.append((index, f))
+    chosen: list[tuple[int, FeedFile]] = []
     size = 0
-    for item in pending:
+    for index, item in pending:
         if chosen and table.max_files_per_batch is not None and len(chosen) >= table.max_files_per_batch:
             break
         if chosen and table.max_bytes_per_batch is not None and size + item.size > table.max_bytes_per_batch:
             break
-        chosen.append(item)
+        chosen.append((index, item))
         size += item.size
-    return chosen, skipped, exists
+    return chosen, tuple(skipped), exists
 
 
 def plan_batch(
@@ -101,12 +109,13 @@ def plan_batch(
 
     started, started_at = time.monotonic(), int(time.time() * 1000)
     batch_id = uuid.uuid4().hex
-    files, skipped, exists = select_files(spark, table, inputs)
-    if not files:
+    chosen, skipped, exists = select_files(spark, table, inputs)
+    if not chosen:
         return NothingPending(skipped)
+    files = [f for _, f in chosen]
     txn = delta.txn_version(spark, table.path) if exists else 0
     try:
-        changes = normalize(spark, table, read_feed(spark, table.feed, files), files, batch_number=txn + 1)
+        changes = _read_changes(spark, table, chosen, batch_number=txn + 1)
     except Exception as exc:
         raise (translate(exc, reading=True) or exc) from exc
     frame = changes.frame.persist(StorageLevel.MEMORY_AND_DISK)
@@ -127,7 +136,6 @@ def plan_batch(
             bad = quarantine.bad_rows(
                 frame,
                 files=files,
-                header_lines=changes.header_lines,
                 data_columns=changes.data_columns,
                 batch_id=batch_id,
                 table=table.name,
@@ -142,11 +150,11 @@ def plan_batch(
                 valid,
                 stored,
                 changes.data_columns,
-                feed=", ".join(table.feed.location),
+                feed=", ".join(loc for feed in table.feeds for loc in feed.location),
                 date_to_timestamp=table.widen_date_to_timestamp,
                 table_widens=delta.type_widening_enabled(spark, table.path),
             )
-        truncate = _truncate(table, valid, stored) if table.feed.truncate_codes else Truncate()
+        truncate = _truncate(table, valid, stored) if any(f.truncate_codes for f in table.feeds) else Truncate()
         if truncate.before is not None:
             valid = valid.filter(
                 (F.col(C.OP) != "T") & (F.struct(*[F.col(f"`{c}`") for c in table.sequence_columns]) >= truncate.before)
@@ -351,6 +359,29 @@ def preview(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
         files_touched=files,
         partitions_touched=partitions,
     )
+
+
+def _read_changes(
+    spark: SparkSession, table: TableConfig, chosen: Sequence[tuple[int, FeedFile]], *, batch_number: int
+) -> ChangeSet:
+    """Read and normalise each feed's files (file indexes run on across feeds), then union them."""
+    parts: list[ChangeSet] = []
+    offset = 0
+    for index, feed in enumerate(table.feeds):
+        group = [f for i, f in chosen if i == index]
+        if not group:
+            continue
+        raw = read_feed(spark, feed, group, offset=offset)
+        parts.append(normalize(spark, table, raw, group, batch_number=batch_number, feed=feed, offset=offset))
+        offset += len(group)
+    if len(parts) == 1:
+        return parts[0]
+    frame = parts[0].frame
+    columns = list(parts[0].data_columns)
+    for part in parts[1:]:
+        frame = frame.unionByName(part.frame, allowMissingColumns=True)
+        columns += [c for c in part.data_columns if c not in columns]
+    return ChangeSet(frame=frame, data_columns=tuple(columns), header_lines=parts[0].header_lines)
 
 
 @dataclass(frozen=True)

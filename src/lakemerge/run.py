@@ -106,5 +106,15 @@ def run_pipeline(
 
 
 def _archive(spark: SparkSession, table: TableConfig, result: BatchResult) -> None:
-    if table.feed.archive:
-        archive_files(spark, [*result.skipped_files, *(f.path for f in result.files)], table.feed.archive)
+    """Move the batch's files (and applied files still in place) to their feed's archive."""
+    paths = [*result.skipped_files, *(f.path for f in result.files)]
+    for feed in table.feeds:
+        if not feed.archive:
+            continue
+        mine = [p for p in paths if any(_under(p, loc) for loc in feed.location)]
+        archive_files(spark, mine, feed.archive)
+
+
+def _under(path: str, location: str) -> bool:
+    plain = path.removeprefix("file:") if not location.startswith("file:") else path
+    return plain == location or plain.startswith(location.rstrip("/") + "/")

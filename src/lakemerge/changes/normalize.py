@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lakemerge.config.models import FILE_SEQUENCE_COLUMN, TableConfig
+from lakemerge.config.models import FILE_SEQUENCE_COLUMN, FeedConfig, TableConfig
 from lakemerge.errors import ConfigError, InputError
 from lakemerge.feeds import columns as C
 from lakemerge.feeds.files import FeedFile
@@ -43,7 +43,14 @@ class ChangeSet:
 
 
 def normalize(
-    spark: SparkSession, table: TableConfig, raw: RawFeed, files: Sequence[FeedFile], *, batch_number: int = 0
+    spark: SparkSession,
+    table: TableConfig,
+    raw: RawFeed,
+    files: Sequence[FeedFile],
+    *,
+    batch_number: int = 0,
+    feed: FeedConfig | None = None,
+    offset: int = 0,
 ) -> ChangeSet:
     """Type the raw rows, derive operation and sequence, and flag bad rows.
 
@@ -53,8 +60,8 @@ def normalize(
     """
     from pyspark.sql import functions as F
 
-    feed = table.feed
-    _check_columns_exist(table, raw, files)
+    feed = feed or table.feed
+    _check_columns_exist(table, feed, raw, files)
     frame = raw.frame
     errors: list[tuple[Column, Column]] = [(F.col(C.MALFORMED).isNotNull(), F.col(C.MALFORMED))]
 
@@ -75,7 +82,7 @@ def normalize(
         )
         casts[name] = cast
 
-    op, op_errors = _operation(table, files)
+    op, op_errors = _operation(feed, files, offset)
     keyed = ~op.isin("T", "N")
     # Key and sequence must be present (a truncate needs no key; an ignored record needs neither).
     for name in table.key:
@@ -88,14 +95,14 @@ def normalize(
     for condition, reason in reversed(errors):
         error = F.when(condition, reason).otherwise(error)
 
-    data_columns = [c for c in raw.columns if c != feed.op_column and _kept(table, c)]
+    data_columns = [c for c in raw.columns if c != feed.op_column and _kept(table, feed, c)]
     selected = [casts.get(c, F.col(f"`{c}`")).alias(c) for c in data_columns]
     if not table.sequence:
-        order = table.feed.file_order
+        order = feed.file_order
         per_file = [
             f.name_number if order == "name_number" else f.modified if order == "mtime" else batch_number for f in files
         ]
-        numbers = F.create_map(*[x for i, n in enumerate(per_file) for x in (F.lit(i), F.lit(n))])
+        numbers = F.create_map(*[x for i, n in enumerate(per_file) for x in (F.lit(i + offset), F.lit(n))])
         selected.append(numbers[F.col(C.FILE)].cast("long").alias(FILE_SEQUENCE_COLUMN))
         data_columns.append(FILE_SEQUENCE_COLUMN)
     # The raw record of a bad row, for messages and the quarantine: as read when the reader kept
@@ -114,18 +121,18 @@ def normalize(
         C.BLOCK,
         C.ROW_ID,
         record.alias(C.RAW),
+        F.lit(raw.header_lines).alias(C.HEADER),
     )
     return ChangeSet(frame=frame, data_columns=tuple(data_columns), header_lines=raw.header_lines)
 
 
-def _operation(table: TableConfig, files: Sequence[FeedFile]) -> tuple[Column, list[tuple[Column, Column]]]:
+def _operation(feed: FeedConfig, files: Sequence[FeedFile], offset: int) -> tuple[Column, list[tuple[Column, Column]]]:
     """The normalised operation (``U``, ``D``, ``T`` for truncate, ``N`` for an ignored record) and
     the checks on op codes."""
     from pyspark.sql import functions as F
 
-    feed = table.feed
     errors: list[tuple[Column, Column]] = []
-    delete_files = [i for i, f in enumerate(files) if f.is_delete_file(feed.delete_file_prefix)]
+    delete_files = [i + offset for i, f in enumerate(files) if f.is_delete_file(feed.delete_file_prefix)]
     in_delete_file = F.col(C.FILE).isin(delete_files) if delete_files else F.lit(False)
     op: Column = F.lit("U")
     if feed.op_column:
@@ -149,8 +156,7 @@ def _operation(table: TableConfig, files: Sequence[FeedFile]) -> tuple[Column, l
     return F.when(in_delete_file, F.lit("D")).otherwise(op), errors
 
 
-def _kept(table: TableConfig, column: str) -> bool:
-    feed = table.feed
+def _kept(table: TableConfig, feed: FeedConfig, column: str) -> bool:
     if column in (*table.key, *table.sequence, *table.partition_by):
         return True
     if feed.format == "debezium" and column.startswith("__"):
@@ -160,8 +166,7 @@ def _kept(table: TableConfig, column: str) -> bool:
     return column not in feed.drop_columns
 
 
-def _check_columns_exist(table: TableConfig, raw: RawFeed, files: Sequence[FeedFile]) -> None:
-    feed = table.feed
+def _check_columns_exist(table: TableConfig, feed: FeedConfig, raw: RawFeed, files: Sequence[FeedFile]) -> None:
     wanted = [("key", c) for c in table.key] + [("sequence", c) for c in table.sequence]
     wanted += [("partition_by", c) for c in table.partition_by]
     if feed.op_column:
@@ -209,16 +214,16 @@ def first_bad_row(
     first = (
         frame.filter(F.col(C.ERROR).isNotNull())
         .orderBy(C.FILE, C.BLOCK, C.ROW_ID)
-        .select(C.FILE, C.BLOCK, C.ROW_ID, C.RAW, C.ERROR)
+        .select(C.FILE, C.BLOCK, C.ROW_ID, C.RAW, C.ERROR, C.HEADER)
         .limit(1)
         .collect()[0]
     )
-    file_index, block, row_id, raw, reason = first
+    file_index, block, row_id, raw, reason, header = first
     before = frame.filter(
         (F.col(C.FILE) == file_index)
         & ((F.col(C.BLOCK) < block) | ((F.col(C.BLOCK) == block) & (F.col(C.ROW_ID) < row_id)))
     ).count()
-    row = before + 1 + changes.header_lines
+    row = before + 1 + int(header)
     message = str(reason)
     if raw is not None:
         shown = raw if len(raw) <= 120 else raw[:117] + "..."

@@ -232,6 +232,10 @@ class TableConfig(_Model):
             batches compare against it; within a batch, file order then row position break ties.
         partition_by: partition columns of the table (used when lakemerge creates it).
         feed: where the changes come from.
+        more_feeds: further feeds of the same table (seed 001: regional systems feeding one table),
+            each with its own format settings. Files arriving together are applied in one batch,
+            ordered feed by feed (``feed`` first), then by each feed's file order. In TOML, list
+            them all as ``[[tables.NAME.feeds]]`` instead of one ``[tables.NAME.feed]``.
         ignore_null_updates: partial updates (PRODUCT.md §Semantics 3): a null in an upsert means
             "unchanged". ``true`` for every column but key and sequence, or a list of columns.
         widen_date_to_timestamp: accept a DATE feed column into a TIMESTAMP table column.
@@ -252,6 +256,7 @@ class TableConfig(_Model):
     sequence: tuple[str, ...] = ()
     partition_by: tuple[str, ...] = ()
     feed: FeedConfig
+    more_feeds: tuple[FeedConfig, ...] = ()
     ignore_null_updates: bool | tuple[str, ...] = False
     widen_date_to_timestamp: bool = False
     quarantine_path: str | None = None
@@ -310,6 +315,23 @@ class TableConfig(_Model):
     @classmethod
     def _absolute_quarantine(cls, value: str | None) -> str | None:
         return absolute(value) if value else None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _feeds_list(cls, data: object) -> object:
+        if isinstance(data, dict) and "feeds" in data:
+            feeds = data["feeds"]
+            if "feed" in data:
+                raise ValueError("give either 'feed' or 'feeds', not both")
+            if not isinstance(feeds, (list, tuple)) or not feeds:
+                raise ValueError("'feeds' needs at least one feed")
+            data = {**{k: v for k, v in data.items() if k != "feeds"}, "feed": feeds[0], "more_feeds": feeds[1:]}
+        return data
+
+    @property
+    def feeds(self) -> tuple[FeedConfig, ...]:
+        """Every feed of the table, the first one first."""
+        return (self.feed, *self.more_feeds)
 
     @property
     def quarantine(self) -> str:

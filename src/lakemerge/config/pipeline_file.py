@@ -75,8 +75,11 @@ def _resolve_paths(data: dict[str, Any], base: Path) -> None:
             continue
         if isinstance(table.get("path"), str):
             table["path"] = _absolute(table["path"], base)
-        feed = table.get("feed")
-        if isinstance(feed, dict):
+        for feed in [table.get("feed"), *(table.get("feeds") or [])]:
+            if not isinstance(feed, dict):
+                continue
+            if isinstance(feed.get("archive"), str):
+                feed["archive"] = _absolute(feed["archive"], base)
             loc = feed.get("location")
             if isinstance(loc, str):
                 feed["location"] = _absolute(loc, base)

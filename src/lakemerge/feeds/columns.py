@@ -16,3 +16,4 @@ OUTCOME = "_lm_outcome"  # what the row does to the table (see apply.classify)
 STORED_FILE = "_lm_t_file"  # data file holding the stored row of the change's key
 STORED_PARTITION = "_lm_t_partition"  # the stored row's partition values, as JSON
 AFTER_DELETE = "_lm_after_delete"  # partial updates: the batch deleted the key before this upsert
+HEADER = "_lm_header"  # lines before the first record in the row's file

@@ -45,8 +45,9 @@ class RawFeed:
     header_lines: int
 
 
-def read_feed(spark: SparkSession, feed: FeedConfig, files: Sequence[FeedFile]) -> RawFeed:
-    """Read ``files`` according to ``feed``; ``files`` must be in file order."""
+def read_feed(spark: SparkSession, feed: FeedConfig, files: Sequence[FeedFile], *, offset: int = 0) -> RawFeed:
+    """Read ``files`` according to ``feed``; ``files`` must be in file order, and their indexes in
+    the batch start at ``offset`` (a table with several feeds reads them one after another)."""
     if not files:
         raise InputError("no change file to read")
     paths = [f.path for f in files]
@@ -72,7 +73,7 @@ def read_feed(spark: SparkSession, feed: FeedConfig, files: Sequence[FeedFile]) 
                 f"column '{name}' uses the prefix '{C.RESERVED_PREFIX}' reserved for lakemerge", path=paths[0]
             )
     _check_names(raw.columns, paths[0])
-    return RawFeed(frame=_with_file_index(raw.frame, paths), columns=raw.columns, header_lines=raw.header_lines)
+    return RawFeed(frame=_with_file_index(raw.frame, paths, offset), columns=raw.columns, header_lines=raw.header_lines)
 
 
 def _check_names(names: Sequence[str], path: str) -> None:
@@ -82,10 +83,10 @@ def _check_names(names: Sequence[str], path: str) -> None:
         raise InputError(f"duplicate column names {dupes} (names are compared ignoring case)", path=path)
 
 
-def _with_file_index(frame: DataFrame, paths: Sequence[str]) -> DataFrame:
+def _with_file_index(frame: DataFrame, paths: Sequence[str], offset: int = 0) -> DataFrame:
     from pyspark.sql import functions as F
 
-    index = F.create_map(*[x for i, p in enumerate(paths) for x in (F.lit(p), F.lit(i))])
+    index = F.create_map(*[x for i, p in enumerate(paths) for x in (F.lit(p), F.lit(i + offset))])
     return frame.withColumn(C.FILE, index[F.col("_metadata.file_path")]).drop("_metadata")
 
 

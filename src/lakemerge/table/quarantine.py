@@ -41,7 +41,6 @@ def bad_rows(
     frame: DataFrame,
     *,
     files: Sequence[FeedFile],
-    header_lines: int,
     data_columns: Sequence[str],
     batch_id: str,
     table: str,
@@ -56,7 +55,7 @@ def bad_rows(
         F.col(C.RAW), F.to_json(F.struct(*[F.col(f"`{c}`") for c in data_columns if c in frame.columns]))
     )
     return (
-        frame.withColumn("_lm_line", F.row_number().over(in_file) + F.lit(header_lines))
+        frame.withColumn("_lm_line", F.row_number().over(in_file) + F.col(C.HEADER))
         .filter(F.col(C.ERROR).isNotNull())
         .select(
             F.lit(batch_id).alias("batch_id"),
