@@ -26,6 +26,7 @@ class Counts:
     deletes_absent: int = 0
     truncates: int = 0
     truncated: int = 0
+    ignored: int = 0
 
 
 @dataclass

@@ -220,10 +220,10 @@ def test_bad_input(spark: object, tmp_path: Path, case: Case, monkeypatch: pytes
 
         original = readers.read_feed
 
-        def vanish(spark: object, feed: object, files: Any) -> Any:
+        def vanish(spark: object, feed: object, files: Any, **kwargs: Any) -> Any:
             for f in files:
                 Path(f.path.removeprefix("file:")).unlink()
-            return original(spark, feed, files)  # type: ignore[arg-type]
+            return original(spark, feed, files, **kwargs)  # type: ignore[arg-type]
 
         monkeypatch.setattr("lakemerge.batch.read_feed", vanish)
     inputs = case.inputs(tmp_path) if case.inputs else None

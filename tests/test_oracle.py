@@ -1,6 +1,7 @@
 """Random multi-batch change sets through the public API, read back with delta-rs, against the
 plain-Python oracle (tests/oracle.py): duplicates within a batch, equal sequences, late records,
-deletes and re-inserts, a composite key, partition moves, partial updates and truncates."""
+deletes and re-inserts, a composite key, partition moves, partial updates and truncates. Each batch
+is first planned as a dry run, which must report the real run's numbers and commit nothing."""
 
 from __future__ import annotations
 
@@ -74,7 +75,10 @@ def run(spark: object, root: Path, change_sets: list[list[list[dict[str, Any]]]]
         for f, rows in enumerate(files):  # names sort as lakemerge's file order does
             write_lines(folder / f"f_{f:02d}.csv", ["k1,k2,part,seq,op,a,b", *[csv(r) for r in rows]])
         expected = oracle.apply(files)
+        planned = lakemerge.apply_table(config, inputs=[str(folder)], spark=spark, dry_run=True)
+        assert planned.dry_run and planned.version is None
         result = lakemerge.apply_table(config, inputs=[str(folder)], spark=spark)
+        assert planned.metrics == result.metrics, "a dry run reports what the real run then does"
         assert result.version == n, "each batch is exactly one commit"
         got = {k: v for k, v in vars(result.metrics).items() if k != "rows_bad"}
         assert got == vars(expected), f"batch {n}"
@@ -87,13 +91,13 @@ def read_table_like(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     )
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(change_sets=batches(["I", "U", "U", "D"]))
 def test_random_batches_match_the_oracle(spark: object, tmp_path: Path, change_sets: Any) -> None:
     run(spark, tmp_path / str(next(counter)), change_sets)
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(change_sets=batches(["I", "U", "U", "U", "D", "T"]))
 def test_partial_updates_and_truncates_match_the_oracle(spark: object, tmp_path: Path, change_sets: Any) -> None:
     run(spark, tmp_path / str(next(counter)), change_sets, ignore_null_updates=True)

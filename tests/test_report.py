@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 import lakemerge
 from lakemerge.cli.app import app
 from lakemerge.results import CommitInfo, TableSummary
-from lakemerge.table.report import PLOTS, build_report
+from lakemerge.table.report import PLOTS, _files_and_bytes, build_report
 from tests.helpers import write_lines
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -59,6 +59,21 @@ def test_build_report_has_every_plot_and_the_summary() -> None:
     assert "/lake/products" in page and "http" not in page.split("<svg", 1)[0].replace("http-equiv", "")
 
 
+def test_restore_counts_restored_and_removed_files() -> None:
+    restore = CommitInfo(
+        version=3,
+        timestamp="2026-11-22T10:03:00+00:00",
+        operation="RESTORE",
+        operation_metrics={
+            "numRestoredFiles": "2",
+            "restoredFilesSize": "1826",
+            "numRemovedFiles": "1",
+            "removedFilesSize": "926",
+        },
+    )
+    assert _files_and_bytes(restore) == (2, 1, 1826, 926)
+
+
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is not installed (.ci/run installs Debian's)")
 def test_report_renders_in_headless_chromium(spark: object, tmp_path: Path) -> None:
     table = lakemerge.TableConfig(
@@ -90,14 +105,26 @@ def test_report_renders_in_headless_chromium(spark: object, tmp_path: Path) -> N
         "--disable-background-networking",
         "--disable-component-update",
         "--disable-sync",
-        f"--user-data-dir={tmp_path / 'chromium'}",
-        "--window-size=1100,2600",
+        "--window-size=1200,3000",
     ]
     url = out.as_uri()
-    dom = subprocess.run([CHROMIUM, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=120).stdout
+    dumped = subprocess.run(
+        [CHROMIUM, *flags, f"--user-data-dir={tmp_path / 'profile-dom'}", "--dump-dom", url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert dumped.returncode == 0, dumped.stderr[-2000:]
+    dom = dumped.stdout.replace("\n", "")
     for name in PLOTS:
-        assert f'data-plot="{name}"><svg' in dom.replace("\n", "")
+        assert f'data-plot="{name}"><svg' in dom
     assert dom.count("<path") > 20  # the plots were drawn, not just their frames
     shot = tmp_path / "report.png"
-    subprocess.run([CHROMIUM, *flags, f"--screenshot={shot}", url], capture_output=True, timeout=120)
+    shown = subprocess.run(
+        [CHROMIUM, *flags, f"--user-data-dir={tmp_path / 'profile-shot'}", f"--screenshot={shot}", url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert shown.returncode == 0, shown.stderr[-2000:]
     assert shot.exists() and shot.stat().st_size > 10_000

@@ -66,6 +66,7 @@ def test_seed_example_through_the_cli(spark: object, tmp_path: Path) -> None:
         "deletes_absent": 0,
         "truncates": 0,
         "truncated": 0,
+        "ignored": 0,
     }
     assert read_table(table) == [
         {"c0": "6QD0BAVS7I", "c1": "laptop", "c2": "asus", "c3": "502", "c4": "54", "c5": 1427764070},

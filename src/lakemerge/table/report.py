@@ -24,7 +24,7 @@ ROW_SERIES = (
     ("updated", "updated", "#1f77b4"),
     ("deleted", "deleted", "#d62728"),
     ("late", "ignored as late", "#9467bd"),
-    ("rows_bad", "quarantined (bad rows)", "#ff7f0e"),
+    ("rows_bad", "quarantined / bad", "#ff7f0e"),
 )
 PLOTS = ("rows", "duration", "files", "size")
 
@@ -44,13 +44,20 @@ class ReportResult:
         return asdict(self)
 
 
+# Delta's operation metrics by operation: MERGE, then WRITE, then DELETE/UPDATE/OPTIMIZE, then RESTORE.
+_ADDED = ("numTargetFilesAdded", "numFiles", "numAddedFiles", "numRestoredFiles")
+_REMOVED = ("numTargetFilesRemoved", "numRemovedFiles")
+_BYTES_ADDED = ("numTargetBytesAdded", "numOutputBytes", "numAddedBytes", "restoredFilesSize")
+_BYTES_REMOVED = ("numTargetBytesRemoved", "numRemovedBytes", "removedFilesSize")
+
+
+def _first(metrics: dict[str, str], keys: tuple[str, ...]) -> int:
+    return next((int(metrics[k]) for k in keys if metrics.get(k)), 0)
+
+
 def _files_and_bytes(commit: CommitInfo) -> tuple[int, int, int, int]:
     m = commit.operation_metrics
-    added = int(m.get("numTargetFilesAdded", m.get("numFiles", m.get("numAddedFiles", 0))) or 0)
-    removed = int(m.get("numTargetFilesRemoved", m.get("numRemovedFiles", 0)) or 0)
-    bytes_added = int(m.get("numTargetBytesAdded", m.get("numOutputBytes", m.get("numAddedBytes", 0))) or 0)
-    bytes_removed = int(m.get("numTargetBytesRemoved", m.get("numRemovedBytes", 0)) or 0)
-    return added, removed, bytes_added, bytes_removed
+    return _first(m, _ADDED), _first(m, _REMOVED), _first(m, _BYTES_ADDED), _first(m, _BYTES_REMOVED)
 
 
 def _svg(figure: Any) -> str:
@@ -107,8 +114,8 @@ def _plots(commits: Sequence[CommitInfo]) -> dict[str, str]:
         size += c[2] - c[3]
         sizes.append(size / 1024)
     figure, axis = plt.subplots(figsize=(9, 2.6))
-    axis.fill_between(versions, sizes, step="post", alpha=0.3, color="#1f77b4")
-    axis.step(versions, sizes, where="post", color="#1f77b4")
+    axis.fill_between(versions, sizes, alpha=0.3, color="#1f77b4")
+    axis.plot(versions, sizes, marker="o", color="#1f77b4")
     axis.set(title="Table size over time", xlabel="table version", ylabel="KiB")
     axis.set_ylim(bottom=0)
     plots["size"] = _svg(figure)
