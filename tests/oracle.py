@@ -93,3 +93,83 @@ class Oracle:
 
     def rows(self) -> list[Row]:
         return sorted(self.table.values(), key=lambda r: [str(r[k]) for k in sorted(r)])
+
+
+# ---------------------------------------------------------------------------------------------
+# A second, functional reference used by tests/test_properties_oracle.py: semantics 1, 2 and 8
+# for upserts and deletes only (no tombstones, no partial updates, no truncates). Written from
+# PRODUCT.md alone; it shares nothing with the Oracle class above nor with lakemerge.
+# ---------------------------------------------------------------------------------------------
+
+UPSERT_CODES = frozenset({"I", "U"})
+DELETE_CODES = frozenset({"D"})
+COUNT_NAMES = (
+    "rows_read",
+    "changes",
+    "superseded",
+    "inserted",
+    "updated",
+    "deleted",
+    "late",
+    "deletes_absent",
+)
+
+Key = tuple[Any, ...]
+State = dict[Key, Row]
+
+
+def apply_batch(
+    state: State,
+    files: Sequence[tuple[str, Sequence[Row]]],
+    *,
+    key: Sequence[str] = ("k1", "k2"),
+    seq: str = "seq",
+    op: str = "op",
+) -> tuple[State, dict[str, int]]:
+    """Fold one batch into `state`; return the new state (the input is not modified) and counts.
+
+    `files` are (file name or full path, rows in file order). File order is lexicographic by the
+    name/path given, whatever order the list is in. Within the batch each key keeps one change:
+    the greatest sequence, ties to the later file, then to the later row of the file. Against the
+    stored row: an older sequence is late (ignored); an equal or newer one wins. Upserts insert or
+    update; deletes remove the key (or count as a delete of an absent key). The op column is not
+    stored.
+    """
+    counts = dict.fromkeys(COUNT_NAMES, 0)
+    winners: dict[Key, tuple[tuple[Any, int, int], Row]] = {}
+    for file_rank, (_name, rows) in enumerate(sorted(files, key=lambda f: f[0])):
+        for position, row in enumerate(rows):
+            counts["rows_read"] += 1
+            if row[op] not in UPSERT_CODES | DELETE_CODES:
+                raise ValueError(f"unknown op code {row[op]!r}")
+            k = tuple(row[c] for c in key)
+            rank = (row[seq], file_rank, position)
+            if k not in winners or rank > winners[k][0]:
+                winners[k] = (rank, row)
+    counts["changes"] = len(winners)
+    counts["superseded"] = counts["rows_read"] - counts["changes"]
+
+    new_state: State = {k: dict(v) for k, v in state.items()}
+    for k, (_rank, change) in winners.items():
+        stored = new_state.get(k)
+        if stored is not None and change[seq] < stored[seq]:
+            counts["late"] += 1
+        elif change[op] in DELETE_CODES:
+            if stored is None:
+                counts["deletes_absent"] += 1
+            else:
+                counts["deleted"] += 1
+                del new_state[k]
+        else:
+            counts["inserted" if stored is None else "updated"] += 1
+            new_state[k] = {c: v for c, v in change.items() if c != op}
+    return new_state, counts
+
+
+def state_rows(state: State, columns: Sequence[str]) -> list[Row]:
+    """The state's rows restricted to `columns`, in a canonical order (None sorts first)."""
+    return sort_rows([{c: r.get(c) for c in columns} for r in state.values()], columns)
+
+
+def sort_rows(rows: Sequence[Row], columns: Sequence[str]) -> list[Row]:
+    return sorted(rows, key=lambda r: [(r[c] is not None, str(r[c])) for c in columns])
