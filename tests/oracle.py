@@ -27,6 +27,9 @@ class Counts:
     truncates: int = 0
     truncated: int = 0
     ignored: int = 0
+    unchanged: int = 0
+    snapshot_absent: int = 0
+    tombstones_written: int = 0
 
 
 @dataclass
@@ -36,6 +39,10 @@ class Oracle:
     op: str
     partial: Sequence[str] = ()
     table: dict[tuple[Any, ...], Row] = field(default_factory=dict)
+    # Tombstones (PRODUCT.md §Semantics 1): each deleted key's greatest delete sequence, and the
+    # greatest truncate; a change for a key not in the table older than either is late.
+    tombstones: dict[tuple[Any, ...], Any] = field(default_factory=dict)
+    truncated_at: Any = None
 
     def apply(self, files: Sequence[Sequence[Row]]) -> Counts:
         counts = Counts()
@@ -47,7 +54,10 @@ class Oracle:
         truncates = [o for o in ordered if o[3][self.op] == "T"]
         cut = max((o[0] for o in truncates), default=None)
         counts.truncates = len(truncates)
+        forgotten_before = self.truncated_at
         if cut is not None:
+            counts.tombstones_written += 1
+            self.truncated_at = cut if self.truncated_at is None else max(cut, self.truncated_at)
             before = len(self.table)
             self.table = {k: v for k, v in self.table.items() if v[self.seq] >= cut}
             counts.truncated = before - len(self.table)
@@ -71,12 +81,20 @@ class Oracle:
             if stored is not None and latest[self.seq] < stored[self.seq]:
                 counts.late += 1
                 continue
+            if stored is None and (
+                (key in self.tombstones and latest[self.seq] < self.tombstones[key])
+                or (forgotten_before is not None and latest[self.seq] < forgotten_before)
+            ):
+                counts.late += 1
+                continue
             if latest[self.op] == "D":
                 if stored is None:
                     counts.deletes_absent += 1
                 else:
                     counts.deleted += 1
                     del self.table[key]
+                counts.tombstones_written += 1
+                self.tombstones[key] = max(latest[self.seq], self.tombstones.get(key, latest[self.seq]))
                 continue
             row = {k: v for k, v in latest.items() if k != self.op}
             if stored is None:
@@ -112,6 +130,7 @@ COUNT_NAMES = (
     "deleted",
     "late",
     "deletes_absent",
+    "tombstones_written",
 )
 
 Key = tuple[Any, ...]
@@ -125,8 +144,12 @@ def apply_batch(
     key: Sequence[str] = ("k1", "k2"),
     seq: str = "seq",
     op: str = "op",
+    tombstones: dict[Key, Any] | None = None,
 ) -> tuple[State, dict[str, int]]:
     """Fold one batch into `state`; return the new state (the input is not modified) and counts.
+
+    `tombstones` (updated in place) maps each deleted key to its greatest delete sequence: a change
+    for a key the state lacks that is older than its tombstone is late (PRODUCT.md §Semantics 1).
 
     `files` are (file name or full path, rows in file order). File order is lexicographic by the
     name/path given, whatever order the list is in. Within the batch each key keeps one change:
@@ -149,10 +172,12 @@ def apply_batch(
     counts["changes"] = len(winners)
     counts["superseded"] = counts["rows_read"] - counts["changes"]
 
+    graves = {} if tombstones is None else tombstones
     new_state: State = {k: dict(v) for k, v in state.items()}
     for k, (_rank, change) in winners.items():
         stored = new_state.get(k)
-        if stored is not None and change[seq] < stored[seq]:
+        older = stored[seq] if stored is not None else graves.get(k)
+        if older is not None and change[seq] < older:
             counts["late"] += 1
         elif change[op] in DELETE_CODES:
             if stored is None:
@@ -160,6 +185,8 @@ def apply_batch(
             else:
                 counts["deleted"] += 1
                 del new_state[k]
+            counts["tombstones_written"] += 1
+            graves[k] = max(graves.get(k, change[seq]), change[seq])
         else:
             counts["inserted" if stored is None else "updated"] += 1
             new_state[k] = {c: v for c, v in change.items() if c != op}

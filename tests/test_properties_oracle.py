@@ -149,9 +149,10 @@ def check_batch(
 def test_random_batches_match_the_oracle(spark: object, tmp_path: Path, change_sets: list[Files]) -> None:
     root = tmp_path / f"run_{next(_dirs)}"
     state: State = {}
+    graves: dict[Any, Any] = {}
     for n, files in enumerate(change_sets):
         folder = write_batch(root / f"batch_{n:03d}", files)
-        state, counts = apply_batch(state, files)
+        state, counts = apply_batch(state, files, tombstones=graves)
         result = lakemerge.apply_table(table_config(root / "table", folder), spark=spark)
         check_batch(result, root / "table", n, state, counts)
 
@@ -163,6 +164,7 @@ def test_same_input_gives_the_same_table(spark: object, tmp_path: Path, change_s
     identical table (and identical metrics) after every batch."""
     root = tmp_path / f"det_{next(_dirs)}"
     state: State = {}
+    graves: dict[Any, Any] = {}
     for n, files in enumerate(change_sets):
         first = write_batch(root / "one" / f"batch_{n:03d}", files)
         second = write_batch(root / "two" / f"batch_{n:03d}", files, reverse=True)
@@ -170,7 +172,7 @@ def test_same_input_gives_the_same_table(spark: object, tmp_path: Path, change_s
         b = lakemerge.apply_table(table_config(root / "table_two", second), inputs=[str(second)], spark=spark)
         assert (a.version, a.created, metrics_of(a)) == (b.version, b.created, metrics_of(b)), f"batch {n}"
         assert read_rows(root / "table_one") == read_rows(root / "table_two"), f"batch {n}"
-        state, _ = apply_batch(state, files)
+        state, _ = apply_batch(state, files, tombstones=graves)
         assert read_rows(root / "table_one") == state_rows(state, COLUMNS), f"batch {n}"
 
 
@@ -229,9 +231,10 @@ def test_batches_one_by_one_or_from_the_parent_and_reruns(spark: object, tmp_pat
     landing = tmp_path / "landing"
     landing.mkdir()
     state: State = {}
+    graves: dict[Any, Any] = {}
     for n, files in enumerate(FIXED):
         folder = write_batch(tmp_path / "batches" / f"batch_{n:03d}", files)
-        state, counts = apply_batch(state, files)
+        state, counts = apply_batch(state, files, tombstones=graves)
 
         one = lakemerge.apply_table(table_config(tmp_path / "one", folder), inputs=[str(folder)], spark=spark)
         check_batch(one, tmp_path / "one", n, state, counts)

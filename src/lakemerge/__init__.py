@@ -8,10 +8,12 @@ from lakemerge.api import (
     changed_records,
     history,
     quarantine,
+    read_current,
     rollback,
     run,
     show,
     snapshot,
+    vacuum,
 )
 from lakemerge.config.models import FeedConfig, GroupConfig, PipelineConfig, SparkSettings, TableConfig
 from lakemerge.config.pipeline_file import load_pipeline
@@ -30,6 +32,7 @@ from lakemerge.results import AppliedFile, BatchMetrics, BatchResult, CommitInfo
 from lakemerge.spark import get_spark
 from lakemerge.table.quarantine import QuarantinedRow
 from lakemerge.table.rollback import RollbackResult
+from lakemerge.table.vacuum import VacuumResult
 
 __version__ = "0.1.0"
 
@@ -54,6 +57,7 @@ __all__ = [
     "TableConfig",
     "TableError",
     "TableSummary",
+    "VacuumResult",
     "__version__",
     "apply",
     "apply_table",
@@ -63,8 +67,10 @@ __all__ = [
     "load_pipeline",
     "load_properties",
     "quarantine",
+    "read_current",
     "rollback",
     "run",
     "show",
     "snapshot",
+    "vacuum",
 ]

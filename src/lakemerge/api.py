@@ -22,9 +22,11 @@ from lakemerge.table import inspect
 from lakemerge.table.quarantine import QuarantinedRow, list_quarantine
 from lakemerge.table.rollback import RollbackResult
 from lakemerge.table.rollback import rollback as rollback_table
+from lakemerge.table.vacuum import VacuumResult
+from lakemerge.table.vacuum import vacuum as vacuum_table
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 
 def apply(
@@ -119,3 +121,24 @@ def quarantine(
 ) -> list[QuarantinedRow]:
     """The table's quarantined bad records (of committed batches), newest batch first."""
     return list_quarantine(spark or get_spark(), table_path=table.path, quarantine_path=table.quarantine, limit=limit)
+
+
+def vacuum(
+    table: TableConfig,
+    *,
+    retain_hours: float | None = None,
+    now_ms: int | None = None,
+    spark: SparkSession | None = None,
+) -> VacuumResult:
+    """Drop expired and orphaned tombstones, then VACUUM the table's unneeded files (Delta's
+    retention safety applies). ``now_ms`` moves the clock tombstone retention is measured against."""
+    return vacuum_table(spark or get_spark(SparkSettings()), table, retain_hours=retain_hours, now_ms=now_ms)
+
+
+def read_current(spark: SparkSession, table: TableConfig) -> DataFrame:
+    """The table's current rows as a DataFrame: for SCD2 tables the rows with ``__current``, without
+    the history columns; for other tables the table itself."""
+    from lakemerge.apply.scd2 import current
+
+    frame = spark.read.format("delta").load(table.path)
+    return current(frame) if table.scd2 else frame

@@ -11,19 +11,20 @@ import random
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
-from lakemerge.apply import Outcome, classify, write_changes
+from lakemerge.apply import Outcome, classify, scd2, write_changes
 from lakemerge.changes import collapse, normalize
 from lakemerge.changes.normalize import ChangeSet, first_bad_row
-from lakemerge.config.models import TableConfig
-from lakemerge.errors import AccountingError, ConflictError, SchemaError
+from lakemerge.changes.snapshot import WHOLE, Pending, absent_deletes, check_order, next_snapshot, scope_positions
+from lakemerge.config.models import FILE_SEQUENCE_COLUMN, TableConfig
+from lakemerge.errors import AccountingError, ConflictError, InputError, SchemaError
 from lakemerge.feeds import FeedFile, list_feed_files, read_feed
 from lakemerge.feeds import columns as C
 from lakemerge.results import AppliedFile, BatchMetrics, BatchResult
 from lakemerge.spark.errors import translate
-from lakemerge.table import delta, quarantine
+from lakemerge.table import delta, quarantine, tombstones
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -51,6 +52,9 @@ class BatchPlan:
     bad: DataFrame | None = None
     partial: tuple[str, ...] = ()
     truncate_before: Column | None = None
+    snapshots: dict[str, dict[str, Any]] = field(default_factory=dict)
+    history: scd2.History | None = None
+    writes: int | None = None
 
     def release(self) -> None:
         """Unpersist the cached frames."""
@@ -63,36 +67,69 @@ class BatchPlan:
         return tuple(AppliedFile(path=f.path, size=f.size, modified=f.modified) for f in self.files)
 
 
-def select_files(
-    spark: SparkSession, table: TableConfig, inputs: Sequence[str] | None
-) -> tuple[list[tuple[int, FeedFile]], tuple[str, ...], bool]:
-    """The batch's files as (feed index, file): pending files of each feed in turn, each feed's in
-    file order, up to the table's batch limits (at least one file); also the files skipped as
-    already applied, and whether the table exists. ``inputs`` replaces the first feed's location."""
+@dataclass(frozen=True)
+class Selection:
+    """The files a batch takes, and what the table's history says about earlier batches.
+
+    Attributes:
+        chosen: (feed index, file) in batch order.
+        skipped: files found but already applied.
+        exists: whether the table exists.
+        ledger: the table's history of batches (empty for a new table).
+        snapshots: per snapshot feed index, the snapshot the batch applies.
+    """
+
+    chosen: list[tuple[int, FeedFile]]
+    skipped: tuple[str, ...]
+    exists: bool
+    ledger: delta.Ledger
+    snapshots: dict[int, Pending]
+
+
+def select_files(spark: SparkSession, table: TableConfig, inputs: Sequence[str] | None) -> Selection:
+    """The batch's files: pending files of each feed in turn, each feed's in file order, up to the
+    table's batch limits (at least one file); a snapshot feed contributes its oldest pending
+    snapshot only. ``inputs`` replaces the first feed's location."""
     exists = delta.table_exists(spark, table.path)
-    ledger = delta.applied_files(spark, table.path) if exists else {}
+    ledger = delta.ledger(spark, table.path) if exists else delta.Ledger()
     pending: list[tuple[int, FeedFile]] = []
     skipped: list[str] = []
+    snapshots: dict[int, Pending] = {}
     for index, feed in enumerate(table.feeds):
         if inputs and index > 0:
             break
         found = list_feed_files(spark, (inputs if inputs else feed.location), file_order=feed.file_order)
         archived = feed.archive is not None
+        fresh = []
         for f in found:
-            if delta.check_unchanged(ledger, f.path, f.size, f.modified, archived=archived):
+            if delta.check_unchanged(ledger.files, f.path, f.size, f.modified, archived=archived):
                 skipped.append(f.path)
             else:
-                pending.append((index, f))
+                fresh.append(f)
+        if feed.snapshot and fresh:
+            snapshots[index] = next_snapshot(spark, table, feed, fresh)
+            if feed.snapshot_scope == "table" and snapshots[index].position is not None:
+                check_order(index, snapshots[index], {WHOLE: snapshots[index].position}, _applied(ledger, index), feed)
+            fresh = list(snapshots[index].files)
+        pending.extend((index, f) for f in fresh)
     chosen: list[tuple[int, FeedFile]] = []
     size = 0
     for index, item in pending:
-        if chosen and table.max_files_per_batch is not None and len(chosen) >= table.max_files_per_batch:
-            break
-        if chosen and table.max_bytes_per_batch is not None and size + item.size > table.max_bytes_per_batch:
-            break
+        whole_snapshot = index in snapshots and any(i == index for i, _ in chosen)
+        if chosen and not whole_snapshot:
+            if table.max_files_per_batch is not None and len(chosen) >= table.max_files_per_batch:
+                break
+            if table.max_bytes_per_batch is not None and size + item.size > table.max_bytes_per_batch:
+                break
         chosen.append((index, item))
         size += item.size
-    return chosen, tuple(skipped), exists
+    taken = {i for i, _ in chosen}
+    return Selection(chosen, tuple(skipped), exists, ledger, {i: p for i, p in snapshots.items() if i in taken})
+
+
+def _applied(ledger: delta.Ledger, index: int) -> dict[str, Any] | None:
+    found = ledger.snapshots.get(index)
+    return found if isinstance(found, dict) else None
 
 
 def plan_batch(
@@ -109,7 +146,8 @@ def plan_batch(
 
     started, started_at = time.monotonic(), int(time.time() * 1000)
     batch_id = uuid.uuid4().hex
-    chosen, skipped, exists = select_files(spark, table, inputs)
+    selection = select_files(spark, table, inputs)
+    chosen, skipped, exists = selection.chosen, selection.skipped, selection.exists
     if not chosen:
         return NothingPending(skipped)
     files = [f for _, f in chosen]
@@ -159,18 +197,56 @@ def plan_batch(
             valid = valid.filter(
                 (F.col(C.OP) != "T") & (F.struct(*[F.col(f"`{c}`") for c in table.sequence_columns]) >= truncate.before)
             )
+        snapshot_absent, positions = 0, {}
+        for index, pending in selection.snapshots.items():
+            feed = table.feeds[index]
+            if not valid.filter(F.col(C.SNAPSHOT)).take(1):
+                raise InputError(
+                    "full snapshot holds no valid row: the sequence it was taken at is unknown, so the keys it "
+                    "lacks cannot be deleted; nothing was applied",
+                    path=pending.files[0].path,
+                )
+            scoped = scope_positions(table, feed, pending, valid.filter(F.col(C.SNAPSHOT)), pending.position)
+            check_order(index, pending, scoped, _applied(selection.ledger, index), feed)
+            positions[str(index)] = {**(_applied(selection.ledger, index) or {}), **scoped}
+            absent = absent_deletes(table, feed, valid, stored, data_columns=changes.data_columns)
+            absent = absent.persist(StorageLevel.MEMORY_AND_DISK)
+            frames.append(absent)
+            snapshot_absent += absent.count()
+            valid = valid.unionByName(absent, allowMissingColumns=True)
+        tombs = tombstones.read(spark, table, selection.ledger.batch_ids)
         partial = table.partial_columns(changes.data_columns)
-        latest = collapse(valid, key=table.key, sequence=table.sequence_columns, partial=partial)
-        classified = classify(
-            latest,
-            stored,
-            key=table.key,
-            sequence=table.sequence_columns,
-            partition_by=table.partition_by,
-            truncate_before=truncate.before,
-        ).persist(StorageLevel.MEMORY_AND_DISK)
-        frames.append(classified)
-        counts = {str(r[0]): int(r[1]) for r in classified.groupBy(C.OUTCOME).count().collect()}
+        history: scd2.History | None = None
+        if table.scd2:
+            history = scd2.build(
+                table, valid, stored, tombstones=tombs.rows, data_columns=changes.data_columns, partial=partial
+            )
+            classified = history.changes.persist(StorageLevel.MEMORY_AND_DISK)
+            frames.append(classified)
+            source = history.source.persist(StorageLevel.MEMORY_AND_DISK)
+            frames.append(source)
+            history = replace(history, changes=classified, source=source)
+        else:
+            latest = collapse(valid, key=table.key, sequence=table.sequence_columns, partial=partial)
+            classified = classify(
+                latest,
+                stored,
+                key=table.key,
+                sequence=table.sequence_columns,
+                partition_by=table.partition_by,
+                truncate_before=truncate.before,
+                tombstones=tombs.latest(table.key, table.sequence_columns),
+                truncated_before=tombs.truncated_before,
+                compare=_compared(table, changes.data_columns, stored) if selection.snapshots else (),
+            ).persist(StorageLevel.MEMORY_AND_DISK)
+            frames.append(classified)
+        by_op = [(str(r[0]), str(r[1]), int(r[2])) for r in classified.groupBy(C.OUTCOME, C.OP).count().collect()]
+        counts: dict[str, int] = {}
+        for outcome, _, n in by_op:
+            counts[outcome] = counts.get(outcome, 0) + n
+        remembered = [Outcome.DELETE.value, Outcome.ABSENT.value] + ([Outcome.LATE.value] if table.scd2 else [])
+        graves = sum(n for outcome, op, n in by_op if op == "D" and outcome in remembered)
+        writes = history.source.count() if history is not None else None
     except BaseException:
         for item in frames:
             item.unpersist()
@@ -180,7 +256,7 @@ def plan_batch(
         rows_read=rows_read,
         rows_bad=rows_bad,
         changes=collapsed,
-        superseded=rows_read - rows_bad - ignored - truncate.records - collapsed,
+        superseded=rows_read + snapshot_absent - rows_bad - ignored - truncate.records - collapsed,
         inserted=counts.get(Outcome.INSERT, 0),
         updated=counts.get(Outcome.UPDATE, 0),
         deleted=counts.get(Outcome.DELETE, 0),
@@ -189,6 +265,9 @@ def plan_batch(
         truncates=truncate.records,
         truncated=truncate.stored_rows,
         ignored=ignored,
+        unchanged=counts.get(Outcome.UNCHANGED, 0),
+        snapshot_absent=snapshot_absent,
+        tombstones_written=graves + (1 if truncate.before is not None else 0) if table.tombstones else 0,
     )
     return BatchPlan(
         table=table,
@@ -206,7 +285,20 @@ def plan_batch(
         bad=bad,
         partial=partial,
         truncate_before=truncate.before,
+        snapshots=positions,
+        history=history,
+        writes=writes,
     )
+
+
+def _compared(table: TableConfig, data_columns: Sequence[str], stored: DataFrame | None) -> tuple[str, ...]:
+    """The columns whose values decide whether a snapshot row equals the stored row: the batch's
+    data columns but the key and the file-derived sequence, when the table has them all."""
+    if stored is None:
+        return ()
+    present = set(stored.columns)
+    columns = tuple(c for c in data_columns if c not in table.key and c != FILE_SEQUENCE_COLUMN)
+    return columns if all(c in present for c in columns) else ()
 
 
 class _Superseded(Exception):
@@ -230,21 +322,36 @@ def commit_batch(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
         "metrics": asdict(metrics),
         "files": [asdict(a) for a in plan.applied],
     }
+    if plan.snapshots:
+        record["snapshots"] = plan.snapshots
     if plan.bad is not None:
         with _translated():
             quarantine.write_bad_rows(plan.bad, plan.table.quarantine)
+    if metrics.tombstones_written:
+        with _translated():
+            _write_tombstones(spark, plan)
     with delta.commit_record(spark, record, txn_version=plan.txn_version), _translated():
-        write_changes(
-            spark,
-            plan.table,
-            plan.classified,
-            data_columns=plan.data_columns,
-            exists=plan.exists,
-            writes=metrics.inserted + metrics.updated + metrics.deleted + metrics.truncated,
-            partial=plan.partial,
-            truncate_before=plan.truncate_before,
-            txn_version=plan.txn_version,
-        )
+        if plan.history is not None:
+            scd2.write(
+                spark,
+                plan.table,
+                plan.history,
+                exists=plan.exists,
+                writes=plan.writes or 0,
+                txn_version=plan.txn_version,
+            )
+        else:
+            write_changes(
+                spark,
+                plan.table,
+                plan.classified,
+                data_columns=plan.data_columns,
+                exists=plan.exists,
+                writes=metrics.inserted + metrics.updated + metrics.deleted + metrics.truncated,
+                partial=plan.partial,
+                truncate_before=plan.truncate_before,
+                txn_version=plan.txn_version,
+            )
     found = delta.find_commit(spark, plan.table.path, plan.batch_id)
     if found is None:
         raise _Superseded()
@@ -265,6 +372,24 @@ def commit_batch(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
         bytes_added=int(op_metrics.get("numTargetBytesAdded", op_metrics.get("numOutputBytes", 0))),
         bytes_removed=int(op_metrics.get("numTargetBytesRemoved", op_metrics.get("numRemovedBytes", 0))),
         files_touched=removed,
+    )
+
+
+def _write_tombstones(spark: SparkSession, plan: BatchPlan) -> None:
+    """Append the batch's tombstones (tagged with its id, so that they count only once its
+    commit exists): its deletes that were not late, and its truncate."""
+    table = plan.table
+    types = {f.name: f.dataType.simpleString() for f in plan.classified.schema.fields}
+    remembered = [Outcome.DELETE.value, Outcome.ABSENT.value] + ([Outcome.LATE.value] if table.scd2 else [])
+    deletes = tombstones.deletes_of(plan.classified, table, remembered)
+    tombstones.append(
+        spark,
+        table,
+        deletes,
+        truncate=plan.truncate_before,
+        batch=plan.txn_version,
+        batch_id=plan.batch_id,
+        types=types,
     )
 
 
@@ -329,6 +454,8 @@ def preview(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
     files and partitions the changes touch."""
     from pyspark.sql import functions as F
 
+    if plan.history is not None:
+        return _preview_history(plan, plan.history)
     frame = plan.classified
     outcome = F.col(C.OUTCOME)
     matched = outcome.isin(Outcome.UPDATE.value, Outcome.DELETE.value)
@@ -361,10 +488,36 @@ def preview(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
     )
 
 
+def _preview_history(plan: BatchPlan, history: scd2.History) -> BatchResult:
+    """A dry run of an SCD2 batch: the versions it writes, and the partitions they fall in."""
+    from pyspark.sql import functions as F
+
+    partition_by = plan.table.partition_by
+    if partition_by:
+        partitions = history.source.select(*[F.col(f"`{c}`") for c in partition_by]).distinct().count()
+    else:
+        partitions = 1 if plan.writes else 0
+    return BatchResult(
+        table=plan.table.name,
+        path=plan.table.path,
+        batch_id=plan.batch_id,
+        version=None,
+        created=not plan.exists,
+        files=plan.applied,
+        skipped_files=plan.skipped,
+        metrics=plan.metrics,
+        seconds=round(time.monotonic() - plan.started, 3),
+        dry_run=True,
+        partitions_touched=partitions,
+    )
+
+
 def _read_changes(
     spark: SparkSession, table: TableConfig, chosen: Sequence[tuple[int, FeedFile]], *, batch_number: int
 ) -> ChangeSet:
     """Read and normalise each feed's files (file indexes run on across feeds), then union them."""
+    from pyspark.sql import functions as F
+
     parts: list[ChangeSet] = []
     offset = 0
     for index, feed in enumerate(table.feeds):
@@ -372,7 +525,8 @@ def _read_changes(
         if not group:
             continue
         raw = read_feed(spark, feed, group, offset=offset)
-        parts.append(normalize(spark, table, raw, group, batch_number=batch_number, feed=feed, offset=offset))
+        part = normalize(spark, table, raw, group, batch_number=batch_number, feed=feed, offset=offset)
+        parts.append(replace(part, frame=part.frame.withColumn(C.SNAPSHOT, F.lit(feed.snapshot))))
         offset += len(group)
     if len(parts) == 1:
         return parts[0]
@@ -466,9 +620,11 @@ def check_accounting(m: BatchMetrics) -> None:
         + m.rows_bad
         + m.truncates
         + m.ignored
+        + m.unchanged
     )
-    if total != m.rows_read:
+    if total != m.rows_read + m.snapshot_absent:
         raise AccountingError(
-            f"internal error: batch row counts do not add up (read {m.rows_read}, accounted {total}); "
+            f"internal error: batch row counts do not add up (read {m.rows_read} + {m.snapshot_absent} absent "
+            f"from a snapshot, accounted {total}); "
             "nothing was committed"
         )

@@ -19,8 +19,8 @@ class AppliedFile:
 class BatchMetrics:
     """Row accounting of one batch.
 
-    ``rows_read = inserted + updated + deleted + late + deletes_absent + superseded + rows_bad +
-    truncates + ignored`` always holds (checked before commit).
+    ``rows_read + snapshot_absent = inserted + updated + deleted + late + deletes_absent + superseded
+    + rows_bad + truncates + ignored + unchanged`` always holds (checked before commit).
 
     Attributes:
         rows_read: records read from the batch's files.
@@ -33,6 +33,15 @@ class BatchMetrics:
         truncates: truncate records read (changes older than the latest are superseded).
         truncated: stored rows the batch's truncate removes (not part of the row accounting).
         ignored: records skipped on purpose (op codes in ``ignore_codes``, e.g. Debezium tombstones).
+        unchanged: snapshot rows equal to the stored row (same sequence and values): not rewritten.
+        snapshot_absent: keys a full snapshot lacks (in its scope): each becomes a delete as of the
+            snapshot, counted like a record read (as ``deleted``, or ``late`` when the stored row
+            is newer than the snapshot).
+        tombstones_written: tombstones the batch recorded (deletes, including deletes of absent keys).
+
+    For SCD type 2 tables, changes are not collapsed to one per key: every change with its own
+    sequence becomes part of the key's history, and ``late`` counts the changes older than the
+    key's latest stored sequence, which are placed in history where they belong (not ignored).
     """
 
     rows_read: int = 0
@@ -47,6 +56,9 @@ class BatchMetrics:
     truncates: int = 0
     truncated: int = 0
     ignored: int = 0
+    unchanged: int = 0
+    snapshot_absent: int = 0
+    tombstones_written: int = 0
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,12 @@ Outcomes:
   incoming change);
 - ``delete``: a delete whose sequence is at least the stored row's;
 - ``late``: a change older than the stored row: ignored and counted;
-- ``absent``: a delete for a key the table lacks: nothing to do.
+- ``absent``: a delete for a key the table lacks: nothing to do;
+- ``unchanged``: a full snapshot's row equal to the stored row: nothing to write (§Semantics 5).
 
-Only the key and sequence columns of the table are read (Parquet prunes the rest).
+For a key the table lacks, a change older than the key's newest tombstone, or than the newest
+truncate, is ``late`` too (docs/history.md). Only the key and sequence columns of the table are
+read (Parquet prunes the rest), and a hash of the data columns when the batch holds a snapshot.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from lakemerge.feeds import columns as C
+from lakemerge.table.tombstones import SEQ
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -32,6 +36,7 @@ class Outcome(StrEnum):
     DELETE = "delete"
     LATE = "late"
     ABSENT = "absent"
+    UNCHANGED = "unchanged"
 
 
 WRITES = (Outcome.INSERT, Outcome.UPDATE, Outcome.DELETE)
@@ -53,43 +58,84 @@ def classify(
     sequence: Sequence[str],
     partition_by: Sequence[str] = (),
     truncate_before: Column | None = None,
+    tombstones: DataFrame | None = None,
+    truncated_before: Column | None = None,
+    compare: Sequence[str] = (),
 ) -> DataFrame:
     """Add ``_lm_outcome`` to each collapsed change, comparing with ``table`` (``None``: no table yet).
 
     Matched changes also get the stored row's data file (``_lm_t_file``) and partition values
     (``_lm_t_partition``), for dry runs to count what a batch touches. Stored rows older than the
-    batch's truncate (``truncate_before``) count as absent: the truncate removes them."""
+    batch's truncate (``truncate_before``) count as absent: the truncate removes them.
+
+    Args:
+        tombstones: the newest tombstone sequence of each key (key columns and ``_lm_tomb_seq``).
+        truncated_before: the newest truncate of earlier batches.
+        compare: with a snapshot in the batch, the columns whose values decide whether a snapshot
+            row (``_lm_snapshot``) equals the stored row.
+    """
     from pyspark.sql import functions as F
 
     op = F.col(C.OP)
+    incoming = F.struct(*[F.col(f"`{c}`") for c in sequence])
+    forgotten = F.lit(False)
+    if tombstones is not None:
+        changes = _join_on_key(changes, tombstones.withColumnRenamed(SEQ, "_lm_t_tomb"), key, "_lm_tb")
+        forgotten = F.coalesce(incoming < F.col("_lm_t_tomb"), F.lit(False))
+    if truncated_before is not None:
+        forgotten = forgotten | (incoming < truncated_before)
     if table is None:
-        outcome: Column = F.when(op == "D", F.lit(Outcome.ABSENT.value)).otherwise(F.lit(Outcome.INSERT.value))
-        return changes.withColumn(C.OUTCOME, outcome)
+        outcome: Column = (
+            F.when(forgotten, F.lit(Outcome.LATE.value))
+            .when(op == "D", F.lit(Outcome.ABSENT.value))
+            .otherwise(F.lit(Outcome.INSERT.value))
+        )
+        return changes.withColumn(C.OUTCOME, outcome).drop("_lm_t_tomb")
     stored = table.select(
-        *[F.col(f"`{k}`").alias(f"_lm_t_{i}") for i, k in enumerate(key)],
+        *[F.col(f"`{k}`") for k in key],
         F.struct(*[F.col(f"`{c}`") for c in sequence]).alias("_lm_t_seq"),
         F.lit(True).alias("_lm_t_found"),
         F.col("_metadata.file_path").alias(C.STORED_FILE),
         F.to_json(F.struct(*[F.col(f"`{c}`") for c in partition_by])).alias(C.STORED_PARTITION)
         if partition_by
         else F.lit(None).cast("string").alias(C.STORED_PARTITION),
+        *([values_hash(compare).alias("_lm_t_hash")] if compare else []),
     )
-    condition = None
-    for i, k in enumerate(key):
-        part = F.col(f"`{k}`") == F.col(f"_lm_t_{i}")
-        condition = part if condition is None else condition & part
-    joined = changes.join(stored, on=condition, how="left")
-    incoming = F.struct(*[F.col(f"`{c}`") for c in sequence])
+    joined = _join_on_key(changes, stored, key, "_lm_t")
     found = F.col("_lm_t_found").isNotNull()
     if truncate_before is not None:
         found = found & (F.col("_lm_t_seq") >= truncate_before)
+    same = F.lit(False)
+    if compare:
+        same = F.coalesce(F.col(C.SNAPSHOT), F.lit(False)) & (values_hash(compare) == F.col("_lm_t_hash"))
     outcome = (
-        F.when(~found & (op == "D"), F.lit(Outcome.ABSENT.value))
+        F.when(~found & forgotten, F.lit(Outcome.LATE.value))
+        .when(~found & (op == "D"), F.lit(Outcome.ABSENT.value))
         .when(~found, F.lit(Outcome.INSERT.value))
         .when(incoming < F.col("_lm_t_seq"), F.lit(Outcome.LATE.value))
         .when(op == "D", F.lit(Outcome.DELETE.value))
+        .when(same, F.lit(Outcome.UNCHANGED.value))
         .otherwise(F.lit(Outcome.UPDATE.value))
     )
-    return joined.withColumn(C.OUTCOME, outcome).drop(
-        *[f"_lm_t_{i}" for i in range(len(key))], "_lm_t_seq", "_lm_t_found"
-    )
+    return joined.withColumn(C.OUTCOME, outcome).drop("_lm_t_seq", "_lm_t_found", "_lm_t_hash", "_lm_t_tomb")
+
+
+def values_hash(columns: Sequence[str]) -> Column:
+    """A hash of the values of ``columns`` (nulls included), equal for equal rows of equal types."""
+    from pyspark.sql import functions as F
+
+    return F.sha2(F.to_json(F.array(F.struct(*[F.col(f"`{c}`") for c in columns]))), 256)
+
+
+def _join_on_key(left: DataFrame, right: DataFrame, key: Sequence[str], prefix: str) -> DataFrame:
+    """Left join ``right`` (which has the key columns under their names) on the key, dropping its copies."""
+    from pyspark.sql import functions as F
+
+    renamed = right
+    for i, k in enumerate(key):
+        renamed = renamed.withColumnRenamed(k, f"{prefix}_{i}")
+    condition = None
+    for i, k in enumerate(key):
+        part = F.col(f"`{k}`") == F.col(f"{prefix}_{i}")
+        condition = part if condition is None else condition & part
+    return left.join(renamed, on=condition, how="left").drop(*[f"{prefix}_{i}" for i in range(len(key))])

@@ -325,6 +325,37 @@ def snapshot(
 
 @app.command()
 @_handled
+def vacuum(
+    pipeline: Annotated[Path, typer.Argument(help="The pipeline file.")],
+    table: Annotated[list[str] | None, typer.Option("--table", "-t", help="Table(s) to vacuum (default: all).")] = None,
+    retain_hours: Annotated[
+        float | None,
+        typer.Option("--retain-hours", help="Keep files needed by versions younger than this (default: Delta's, 168)."),
+    ] = None,
+    master: MasterOpt = None,
+    json_out: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Drop expired and orphaned tombstones, then delete the files no recent version needs (Delta VACUUM)."""
+    from lakemerge.config.pipeline_file import load_pipeline
+    from lakemerge.table.vacuum import vacuum as vacuum_table
+
+    config = load_pipeline(pipeline)
+    chosen = [config.table(n) for n in table] if table else list(config.tables.values())
+    spark = _spark(master, verbose, config.spark)
+    results = [vacuum_table(spark, one, retain_hours=retain_hours) for one in chosen]
+    if json_out:
+        output.emit_json({"tables": [r.to_dict() for r in results]})
+        return
+    for r in results:
+        output.out.print(
+            f"[bold]{r.table}[/]: {r.files_deleted} files deleted, {r.tombstones_removed} tombstones removed, "
+            f"{r.tombstones_kept} kept ({r.seconds:.1f} s)"
+        )
+
+
+@app.command()
+@_handled
 def quarantine(
     target: Annotated[str, typer.Argument(help="PIPELINE.toml with --table NAME, or the table's path.")],
     table: Annotated[str | None, typer.Option("--table", "-t", help="With a pipeline: the table.")] = None,

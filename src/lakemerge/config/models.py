@@ -18,6 +18,14 @@ from lakemerge.config.loading import is_uri
 FeedFormat = Literal["csv", "text", "json", "parquet", "orc", "avro", "debezium"]
 Envelope = Literal["none", "dms"]
 FileOrder = Literal["name", "name_number", "mtime"]
+SnapshotOrder = Literal["name_number", "mtime", "column"]
+SnapshotScope = Literal["table", "partitions"]
+History = Literal["latest", "scd2"]
+
+#: Columns lakemerge adds to SCD type 2 tables (PRODUCT.md §Semantics 6): the sequence at which a
+#: version starts, where it ends (null while it is current), and whether it is current.
+START_AT, END_AT, CURRENT = "__start_at", "__end_at", "__current"
+SCD2_COLUMNS = (START_AT, END_AT, CURRENT)
 
 #: Name of the column holding the sequence when the feed has no ordering field and lakemerge
 #: derives it from the number at the end of each file's name. Stored so later batches can compare.
@@ -101,6 +109,15 @@ class FeedConfig(_Model):
         archive: a directory where ``lakemerge run`` moves files once their batch is committed.
         keep_columns / drop_columns: keep only the listed feed columns, or all but the listed ones
             (e.g. CDC metadata). Key, sequence and partition columns are always kept.
+        snapshot: every file is (part of) a full snapshot of the table (PRODUCT.md §Semantics 5):
+            keys it lacks are deleted, as of the snapshot's greatest sequence, and rows it repeats
+            unchanged are not rewritten. A batch applies at most one snapshot of the feed.
+        snapshot_order: what orders snapshots: the number after the last ``_`` of the file name
+            (files sharing the number form one snapshot), the file's modification time, or the
+            greatest value of ``snapshot_column`` in the file. A snapshot older than the last one
+            applied is an error.
+        snapshot_scope: ``table``: the snapshot covers the whole table; ``partitions``: it covers
+            only the table partitions its rows fall in (one snapshot per partition, seed 002).
     """
 
     location: tuple[str, ...]
@@ -128,8 +145,20 @@ class FeedConfig(_Model):
     archive: str | None = None
     keep_columns: tuple[str, ...] = ()
     drop_columns: tuple[str, ...] = ()
+    snapshot: bool = False
+    snapshot_order: SnapshotOrder = "name_number"
+    snapshot_column: str | None = None
+    snapshot_scope: SnapshotScope = "table"
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @model_validator(mode="after")
+    def _snapshot_settings(self) -> FeedConfig:
+        if self.snapshot_order == "column" and not self.snapshot_column:
+            raise ValueError("snapshot_order = 'column' needs snapshot_column")
+        if self.snapshot and (self.truncate_codes or self.delete_file_prefix):
+            raise ValueError("a snapshot feed holds rows, not changes: it cannot have truncate codes or delete files")
+        return self
 
     @field_validator("location", mode="before")
     @classmethod
@@ -248,6 +277,17 @@ class TableConfig(_Model):
             later files wait for the next batch.
         commit_attempts: how many times a batch is planned and committed again when a concurrent
             writer wins the race, with exponential backoff, before giving up with a ConflictError.
+        history: ``latest`` keeps the latest version of each record; ``scd2`` keeps every version
+            (SCD type 2, PRODUCT.md §Semantics 6) with ``__start_at``, ``__end_at`` (null while
+            current) and ``__current``.
+        track_columns: with ``scd2``, the columns whose changes open a new version (default: all
+            but key and sequence); changes to other columns update the version they fall in.
+        tombstones: remember deleted keys with the delete's sequence, so that a late update older
+            than the delete cannot bring the record back (PRODUCT.md §Semantics 1).
+        tombstone_path: where tombstones are kept, a Delta table beside the table (default: the
+            table's path + ``__tombstones``).
+        tombstone_retention_days: ``lakemerge vacuum`` removes tombstones older than this (wall
+            time since the batch that wrote them). Until then every tombstone is honoured.
     """
 
     name: str
@@ -265,8 +305,13 @@ class TableConfig(_Model):
     max_files_per_batch: int | None = Field(default=None, ge=1)
     max_bytes_per_batch: int | None = Field(default=None, ge=1)
     commit_attempts: int = Field(default=5, ge=1)
+    history: History = "latest"
+    track_columns: tuple[str, ...] = ()
+    tombstones: bool = True
+    tombstone_path: str | None = None
+    tombstone_retention_days: float = Field(default=7.0, ge=0)
 
-    @field_validator("key", "sequence", "partition_by", mode="before")
+    @field_validator("key", "sequence", "partition_by", "track_columns", mode="before")
     @classmethod
     def _one_or_many(cls, value: object) -> object:
         return (value,) if isinstance(value, str) else value
@@ -305,13 +350,39 @@ class TableConfig(_Model):
         ]
         if dropped:
             raise ValueError(f"key, sequence and partition columns cannot be dropped: {dropped}")
+        self._check_history()
+        if sum(feed.snapshot for feed in self.feeds) > 1:
+            raise ValueError("a table can have at most one full-snapshot feed (snapshot = true)")
+        for feed in self.feeds:
+            if feed.snapshot_scope == "partitions" and not self.partition_by:
+                raise ValueError("snapshot_scope = 'partitions' needs a partitioned table (partition_by)")
         if not isinstance(self.ignore_null_updates, bool):
             bad = [c for c in self.ignore_null_updates if c in (*self.key, *self.sequence)]
             if bad:
                 raise ValueError(f"ignore_null_updates cannot list key or sequence columns: {bad}")
         return self
 
-    @field_validator("quarantine_path")
+    def _check_history(self) -> None:
+        named = (*self.key, *self.sequence, *self.partition_by, *self.track_columns)
+        reserved = [c for c in named if c in SCD2_COLUMNS]
+        if reserved:
+            raise ValueError(f"{reserved} are reserved for SCD type 2 history columns")
+        if self.history != "scd2":
+            if self.track_columns:
+                raise ValueError("track_columns needs history = 'scd2'")
+            return
+        if len(self.sequence_columns) != 1:
+            raise ValueError("history = 'scd2' needs a single sequence column (it becomes __start_at / __end_at)")
+        fixed = [c for c in self.track_columns if c in (*self.key, *self.sequence)]
+        if fixed:
+            raise ValueError(f"track_columns cannot list key or sequence columns: {fixed}")
+        if any(f.truncate_codes for f in self.feeds):
+            raise ValueError(
+                "history = 'scd2' does not support truncate codes: a truncate would have to close every "
+                "version at once; send deletes (or a full snapshot feed) instead"
+            )
+
+    @field_validator("quarantine_path", "tombstone_path")
     @classmethod
     def _absolute_quarantine(cls, value: str | None) -> str | None:
         return absolute(value) if value else None
@@ -337,6 +408,16 @@ class TableConfig(_Model):
     def quarantine(self) -> str:
         """Where this table's bad records are kept."""
         return self.quarantine_path or f"{self.path.rstrip('/')}__quarantine"
+
+    @property
+    def tombstone_table(self) -> str:
+        """Where this table's tombstones are kept."""
+        return self.tombstone_path or f"{self.path.rstrip('/')}__tombstones"
+
+    @property
+    def scd2(self) -> bool:
+        """Whether the table keeps SCD type 2 history."""
+        return self.history == "scd2"
 
     def too_many_bad(self, bad: int, read: int) -> bool:
         """Whether ``bad`` rows out of ``read`` exceed the quarantine threshold."""

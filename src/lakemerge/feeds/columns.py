@@ -17,3 +17,5 @@ STORED_FILE = "_lm_t_file"  # data file holding the stored row of the change's k
 STORED_PARTITION = "_lm_t_partition"  # the stored row's partition values, as JSON
 AFTER_DELETE = "_lm_after_delete"  # partial updates: the batch deleted the key before this upsert
 HEADER = "_lm_header"  # lines before the first record in the row's file
+SNAPSHOT = "_lm_snapshot"  # the row comes from a full-snapshot feed
+SNAPSHOT_ABSENT = "_lm_snapshot_absent"  # a delete made for a key the snapshot lacks

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lakemerge.errors import InputError, SchemaError, TableError
@@ -201,23 +202,58 @@ def history_rows(spark: SparkSession, path: str, limit: int | None = None) -> li
     )
 
 
-def applied_files(spark: SparkSession, path: str) -> dict[str, tuple[AppliedFile, int]]:
-    """Every file recorded by a committed batch: path → (file as applied, version).
+@dataclass
+class Ledger:
+    """What the table's history says lakemerge committed (PRODUCT.md §Semantics 8).
 
-    A rollback recorded with ``reapply`` forgets the files of the versions it undid, so that they
-    are pending again."""
-    ledger: dict[str, tuple[AppliedFile, int]] = {}
+    Attributes:
+        files: every file recorded by a committed batch: path → (file as applied, version).
+        batch_ids: the ids of the batches whose commits the table's content still holds.
+        snapshots: per feed index, the position of the last full snapshot applied (§Semantics 5).
+    """
+
+    files: dict[str, tuple[AppliedFile, int]] = field(default_factory=dict)
+    batch_ids: set[str] = field(default_factory=set)
+    snapshots: dict[int, list[Any]] = field(default_factory=dict)
+
+
+def ledger(spark: SparkSession, path: str) -> Ledger:
+    """Walk the table's history (commit metadata only) into a :class:`Ledger`.
+
+    A rollback undoes the batches of the versions after its target: their ids and snapshot
+    positions are forgotten (the table no longer holds their changes), and, when recorded with
+    ``reapply``, their files too, so that they are pending again."""
+    found = Ledger()
+    versions: dict[str, int] = {}
+    snapshot_versions: dict[int, list[tuple[int, list[Any]]]] = {}
     for row in reversed(history_rows(spark, path)):
         record = parse_record(row["userMetadata"])
         if record is None:
             continue
+        version = int(row["version"])
         rollback = record.get("rollback")
-        if rollback and rollback.get("reapply"):
+        if rollback:
             undone = int(rollback["to_version"])
-            ledger = {p: (f, v) for p, (f, v) in ledger.items() if v <= undone}
+            if rollback.get("reapply"):
+                found.files = {p: (f, v) for p, (f, v) in found.files.items() if v <= undone}
+            versions = {i: v for i, v in versions.items() if v <= undone}
+            snapshot_versions = {
+                feed: [(v, pos) for v, pos in items if v <= undone] for feed, items in snapshot_versions.items()
+            }
         for item in record.get("files", []):
-            ledger[item["path"]] = (AppliedFile(**item), int(row["version"]))
-    return ledger
+            found.files[item["path"]] = (AppliedFile(**item), version)
+        if record.get("batch_id"):
+            versions[str(record["batch_id"])] = version
+        for feed, position in (record.get("snapshots") or {}).items():
+            snapshot_versions.setdefault(int(feed), []).append((version, position))
+    found.batch_ids = set(versions)
+    found.snapshots = {feed: items[-1][1] for feed, items in snapshot_versions.items() if items}
+    return found
+
+
+def applied_files(spark: SparkSession, path: str) -> dict[str, tuple[AppliedFile, int]]:
+    """Every file recorded by a committed batch: path → (file as applied, version) (see :func:`ledger`)."""
+    return ledger(spark, path).files
 
 
 def check_unchanged(

@@ -1,0 +1,193 @@
+"""Tombstones: the remembered (key, sequence) of deletes (PRODUCT.md §Semantics 1, docs/history.md).
+
+They live in a Delta table of their own beside the table, so that no reader of the table ever sees
+them. Columns: the table's key and sequence columns, then
+
+- ``_lm_batch`` / ``_lm_batch_id``: the batch number and id that wrote the tombstone;
+- ``_lm_written_at``: when (epoch milliseconds), for retention;
+- ``_lm_truncate``: a table-wide tombstone left by a truncate (key columns null);
+- ``_lm_confirmed``: ``lakemerge vacuum`` saw the batch committed.
+
+A batch appends its tombstones before its table commit. An unconfirmed tombstone counts only
+while the table's history holds a commit of its batch id: a crash between the two writes, or a
+writer that lost a race, leaves tombstones that nobody honours.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lakemerge.config.models import TableConfig
+from lakemerge.feeds import columns as C
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+BATCH, BATCH_ID, WRITTEN_AT, TRUNCATE, CONFIRMED = (
+    "_lm_batch",
+    "_lm_batch_id",
+    "_lm_written_at",
+    "_lm_truncate",
+    "_lm_confirmed",
+)
+#: The newest tombstone sequence of a key, as a struct of the sequence columns, in :func:`latest`.
+SEQ = "_lm_tomb_seq"
+
+
+@dataclass(frozen=True)
+class Tombstones:
+    """The effective tombstones of a table.
+
+    Attributes:
+        rows: every honoured key tombstone (key and sequence columns); ``None`` when there is none.
+        truncated_before: the newest truncate's sequence, as a struct literal, or ``None``.
+    """
+
+    rows: DataFrame | None = None
+    truncated_before: Column | None = None
+
+    def latest(self, key: tuple[str, ...], sequence: tuple[str, ...]) -> DataFrame | None:
+        """The newest tombstone of each key: key columns and :data:`SEQ`."""
+        from pyspark.sql import functions as F
+
+        if self.rows is None:
+            return None
+        return self.rows.groupBy(*[F.col(f"`{k}`") for k in key]).agg(
+            F.max(F.struct(*[F.col(f"`{c}`") for c in sequence])).alias(SEQ)
+        )
+
+
+def exists(spark: SparkSession, table: TableConfig) -> bool:
+    from delta.tables import DeltaTable
+
+    return bool(DeltaTable.isDeltaTable(spark, table.tombstone_table))
+
+
+def read(spark: SparkSession, table: TableConfig, committed: Collection[str]) -> Tombstones:
+    """The tombstones to honour: confirmed ones, and those of batches in ``committed``.
+
+    One small action finds the newest truncate. Returns an empty :class:`Tombstones` when the table
+    keeps none."""
+    from pyspark.sql import functions as F
+
+    if not table.tombstones or not exists(spark, table):
+        return Tombstones()
+    frame = spark.read.format("delta").load(table.tombstone_table)
+    honoured = F.col(CONFIRMED)
+    if committed:
+        ids = spark.createDataFrame([(i,) for i in sorted(committed)], f"{BATCH_ID} STRING")
+        frame = frame.join(F.broadcast(ids.withColumn("_lm_known", F.lit(True))), on=BATCH_ID, how="left")
+        honoured = honoured | F.col("_lm_known").isNotNull()
+    frame = frame.filter(honoured)
+    sequence = table.sequence_columns
+    truncate = frame.filter(F.col(TRUNCATE)).agg(F.max(F.struct(*[F.col(f"`{c}`") for c in sequence]))).collect()[0][0]
+    before = None
+    if truncate is not None:
+        types = {f.name: f.dataType for f in frame.schema.fields}
+        values = truncate.asDict()
+        before = F.struct(*[F.lit(values[c]).cast(types[c]).alias(c) for c in sequence])
+    keys = frame.filter(~F.col(TRUNCATE)).select(*[F.col(f"`{c}`") for c in (*table.key, *sequence)])
+    return Tombstones(rows=keys, truncated_before=before)
+
+
+def append(
+    spark: SparkSession,
+    table: TableConfig,
+    deletes: DataFrame | None,
+    *,
+    truncate: Column | None,
+    batch: int,
+    batch_id: str,
+    types: dict[str, str],
+) -> None:
+    """Append the batch's tombstones: ``deletes`` (key and sequence columns) and, for a truncate,
+    one table-wide row. ``types`` gives the SQL type of each key and sequence column, so that a
+    truncate's null key columns are typed like the table's."""
+    from pyspark.sql import functions as F
+
+    columns = (*table.key, *table.sequence_columns)
+    parts: list[DataFrame] = []
+    if deletes is not None:
+        parts.append(deletes.select(*[F.col(f"`{c}`") for c in columns]).withColumn(TRUNCATE, F.lit(False)))
+    if truncate is not None:
+        one = spark.range(1).select(
+            *[F.lit(None).cast(types[k]).alias(k) for k in table.key],
+            *[truncate[c].cast(types[c]).alias(c) for c in table.sequence_columns],
+            F.lit(True).alias(TRUNCATE),
+        )
+        parts.append(one)
+    if not parts:
+        return
+    rows = parts[0]
+    for part in parts[1:]:
+        rows = rows.unionByName(part)
+    now = int(time.time() * 1000)
+    rows = rows.select(
+        *[F.col(f"`{c}`").cast(types[c]).alias(c) for c in columns],
+        F.lit(batch).cast("long").alias(BATCH),
+        F.lit(batch_id).alias(BATCH_ID),
+        F.lit(now).cast("long").alias(WRITTEN_AT),
+        F.col(TRUNCATE),
+        F.lit(False).alias(CONFIRMED),
+    )
+    rows.write.format("delta").mode("append").save(table.tombstone_table)
+
+
+def deletes_of(classified: DataFrame, table: TableConfig, outcomes: Collection[str]) -> DataFrame:
+    """The delete changes of ``classified`` whose outcome is among ``outcomes``: key and sequence."""
+    from pyspark.sql import functions as F
+
+    chosen = classified.filter((F.col(C.OP) == "D") & F.col(C.OUTCOME).isin(list(outcomes)))
+    return chosen.select(*[F.col(f"`{c}`") for c in (*table.key, *table.sequence_columns)])
+
+
+@dataclass(frozen=True)
+class Collected:
+    """What :func:`collect_garbage` did."""
+
+    removed: int
+    kept: int
+
+
+def collect_garbage(
+    spark: SparkSession, table: TableConfig, committed: Collection[str], *, txn_version: int, now_ms: int | None = None
+) -> Collected:
+    """Rewrite the tombstone table in one commit, keeping only what must be honoured.
+
+    Drops tombstones older than the retention, orphans (an unconfirmed tombstone of a batch number
+    the table has passed without committing its batch id) and, in ``latest`` tables, every key
+    tombstone but the newest of its key; marks the rest confirmed. Tombstones of batches not yet
+    decided (a batch number above the table's) are kept as they are."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    if not exists(spark, table):
+        return Collected(removed=0, kept=0)
+    path = table.tombstone_table
+    frame = spark.read.format("delta").load(path)
+    before = frame.count()
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    horizon = now_ms - int(table.tombstone_retention_days * 86_400_000)
+    known = F.col(BATCH_ID).isin(sorted(committed)) if committed else F.lit(False)
+    pending = ~F.col(CONFIRMED) & (F.col(BATCH) > txn_version)
+    alive = F.col(CONFIRMED) | known | pending
+    kept = frame.filter(alive & (F.col(WRITTEN_AT) >= horizon))
+    kept = kept.withColumn(CONFIRMED, F.col(CONFIRMED) | known)
+    if not table.scd2:
+        sequence = F.struct(*[F.col(f"`{c}`") for c in table.sequence_columns])
+        group = [F.col(TRUNCATE), *[F.col(f"`{k}`") for k in table.key]]
+        newest = Window.partitionBy(*group).orderBy(sequence.desc(), F.col(WRITTEN_AT).desc())
+        decided = kept.filter(F.col(CONFIRMED))
+        kept = (
+            decided.withColumn("_lm_rank", F.row_number().over(newest))
+            .filter("_lm_rank = 1")
+            .drop("_lm_rank")
+            .unionByName(kept.filter(~F.col(CONFIRMED)))
+        )
+    kept = kept.localCheckpoint()
+    after = kept.count()
+    kept.write.format("delta").mode("overwrite").save(path)
+    return Collected(removed=before - after, kept=after)

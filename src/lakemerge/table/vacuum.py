@@ -1,0 +1,103 @@
+"""``lakemerge vacuum``: Delta's VACUUM of files no version needs any more, and tombstone garbage
+collection (docs/history.md), for one table.
+
+Delta's own safety applies: a retention shorter than ``delta.deletedFileRetentionDuration`` (7 days
+by default) is refused, since readers of older versions, and writers in flight, may still need the
+files.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from lakemerge.config.models import TableConfig
+from lakemerge.errors import ConfigError
+from lakemerge.table import delta, tombstones
+from lakemerge.table.inspect import require_table
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+@dataclass(frozen=True)
+class VacuumResult:
+    """What a vacuum did.
+
+    Attributes:
+        table: the table's name.
+        path: the table's path.
+        files_deleted: data files VACUUM removed from the table (and from its tombstone table).
+        tombstones_removed: expired and orphaned tombstones dropped (and, in ``latest`` tables, all
+            but the newest of each key).
+        tombstones_kept: tombstones still honoured.
+        seconds: wall time.
+    """
+
+    table: str
+    path: str
+    files_deleted: int
+    tombstones_removed: int
+    tombstones_kept: int
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready form."""
+        return asdict(self)
+
+
+def vacuum(
+    spark: SparkSession, table: TableConfig, *, retain_hours: float | None = None, now_ms: int | None = None
+) -> VacuumResult:
+    """Collect the table's tombstone garbage, then VACUUM the table and its tombstone table.
+
+    Args:
+        retain_hours: keep files that versions younger than this need (default: the table's
+            ``delta.deletedFileRetentionDuration``).
+        now_ms: the time against which tombstone retention is measured (default: now).
+
+    Raises:
+        TableError: no Delta table at the table's path.
+        ConfigError: the retention is shorter than Delta's safety allows.
+    """
+    started = time.monotonic()
+    require_table(spark, table.path)
+    ledger = delta.ledger(spark, table.path)
+    collected = tombstones.Collected(removed=0, kept=0)
+    if table.tombstones:
+        collected = tombstones.collect_garbage(
+            spark, table, ledger.batch_ids, txn_version=delta.txn_version(spark, table.path), now_ms=now_ms
+        )
+    deleted = _vacuum_files(spark, table.path, retain_hours)
+    if tombstones.exists(spark, table):
+        deleted += _vacuum_files(spark, table.tombstone_table, retain_hours)
+    return VacuumResult(
+        table=table.name,
+        path=table.path,
+        files_deleted=deleted,
+        tombstones_removed=collected.removed,
+        tombstones_kept=collected.kept,
+        seconds=round(time.monotonic() - started, 3),
+    )
+
+
+def _vacuum_files(spark: SparkSession, path: str, retain_hours: float | None) -> int:
+    """VACUUM ``path``; the number of files it deleted (counted by a dry run first: file names
+    only, never table data)."""
+    quoted = path.replace("`", "``")
+    retain = f" RETAIN {retain_hours} HOURS" if retain_hours is not None else ""
+    try:
+        count = spark.sql(f"VACUUM delta.`{quoted}`{retain} DRY RUN").count()
+        if count:
+            spark.sql(f"VACUUM delta.`{quoted}`{retain}").collect()
+    except Exception as exc:
+        text = str(exc)
+        if "retentionDurationCheck" in text or ("retention" in text.lower() and "safety" in text.lower()):
+            raise ConfigError(
+                f"{path}: a retention of {retain_hours} hours is shorter than the table's "
+                "delta.deletedFileRetentionDuration; readers of older versions could lose their files. "
+                "Use a longer --retain-hours (Delta's default is 168)"
+            ) from None
+        raise
+    return int(count)
