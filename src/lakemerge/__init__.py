@@ -9,6 +9,7 @@ from lakemerge.api import (
     history,
     quarantine,
     read_current,
+    register,
     rollback,
     run,
     show,
@@ -30,6 +31,7 @@ from lakemerge.errors import (
 from lakemerge.groups import GroupPoint
 from lakemerge.results import AppliedFile, BatchMetrics, BatchResult, CommitInfo, TableSummary
 from lakemerge.spark import get_spark
+from lakemerge.table.catalog import Registered
 from lakemerge.table.quarantine import QuarantinedRow
 from lakemerge.table.rollback import RollbackResult
 from lakemerge.table.vacuum import VacuumResult
@@ -51,6 +53,7 @@ __all__ = [
     "LakemergeError",
     "PipelineConfig",
     "QuarantinedRow",
+    "Registered",
     "RollbackResult",
     "SchemaError",
     "SparkSettings",
@@ -68,6 +71,7 @@ __all__ = [
     "load_properties",
     "quarantine",
     "read_current",
+    "register",
     "rollback",
     "run",
     "show",

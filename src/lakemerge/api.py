@@ -19,6 +19,7 @@ from lakemerge.results import BatchResult, CommitInfo, TableSummary
 from lakemerge.run import run_pipeline
 from lakemerge.spark import get_spark
 from lakemerge.table import inspect
+from lakemerge.table.catalog import Registered, register_tables
 from lakemerge.table.quarantine import QuarantinedRow, list_quarantine
 from lakemerge.table.rollback import RollbackResult
 from lakemerge.table.rollback import rollback as rollback_table
@@ -90,6 +91,25 @@ def rollback(
 ) -> RollbackResult:
     """Restore the table to an earlier version; ``reapply`` makes the undone batches' files pending again."""
     return rollback_table(spark or get_spark(), path, to_version=to_version, to_timestamp=to_timestamp, reapply=reapply)
+
+
+def register(
+    pipeline: PipelineConfig | str | os.PathLike[str],
+    *,
+    tables: Sequence[str] | None = None,
+    spark: SparkSession | None = None,
+) -> list[Registered]:
+    """Register the pipeline's existing tables (or ``tables``) and their views in the Spark catalog,
+    under each table's ``catalog_name`` (default ``<database>.<name>``). Batches register their
+    table themselves when it has a ``catalog_name``; this is for tables made before, or a new
+    metastore."""
+    config, chosen = _tables(pipeline, tables)
+    session = spark or get_spark(config.spark)
+    named = [
+        t if t.catalog_name else t.model_copy(update={"catalog_name": f"{config.spark.database}.{t.name}"})
+        for t in chosen
+    ]
+    return register_tables(session, named)
 
 
 def _tables(

@@ -19,11 +19,11 @@ from lakemerge.changes import collapse, normalize
 from lakemerge.changes.normalize import ChangeSet, first_bad_row
 from lakemerge.changes.snapshot import WHOLE, Pending, absent_deletes, check_order, next_snapshot, scope_positions
 from lakemerge.config.models import FILE_SEQUENCE_COLUMN, TableConfig
-from lakemerge.errors import AccountingError, ConflictError, InputError, SchemaError
+from lakemerge.errors import AccountingError, ConflictError, InputError, SchemaError, TableError
 from lakemerge.feeds import FeedFile, list_feed_files, read_feed
 from lakemerge.feeds import columns as C
 from lakemerge.results import AppliedFile, BatchMetrics, BatchResult
-from lakemerge.spark.errors import translate
+from lakemerge.spark.errors import first_line, translate
 from lakemerge.table import delta, quarantine, tombstones
 
 if TYPE_CHECKING:
@@ -423,7 +423,7 @@ def apply_table(
     started = time.monotonic()
     for attempt in range(1, table.commit_attempts + 1):
         try:
-            return _attempt(table, spark=spark, inputs=inputs, dry_run=dry_run, started=started)
+            result = _attempt(table, spark=spark, inputs=inputs, dry_run=dry_run, started=started)
         except Exception as exc:
             conflict = exc if isinstance(exc, _Superseded) else translate(exc, reading=False)
             if not isinstance(conflict, (_Superseded, ConflictError)):
@@ -434,7 +434,28 @@ def apply_table(
                     f"({conflict or 'batch number taken'}); nothing of this batch was committed"
                 ) from None
             time.sleep(min(30.0, 0.2 * 2**attempt) * (0.5 + random.random()))
+            continue
+        if table.catalog_name and not dry_run and (result.version is not None or result.skipped_files):
+            _register(spark, table, result)
+        return result
     raise AssertionError("unreachable")
+
+
+def _register(spark: SparkSession, table: TableConfig, result: BatchResult) -> None:
+    """Register the table by name after its commit. The batch stands whatever happens here: a
+    failure says so, and ``lakemerge register`` (or the next batch) registers it again."""
+    from lakemerge.errors import LakemergeError
+    from lakemerge.table import catalog
+
+    try:
+        catalog.register(spark, table)
+    except Exception as exc:
+        done = f"version {result.version} committed" if result.version is not None else "nothing to apply"
+        reason = exc.message if isinstance(exc, LakemergeError) else first_line(exc)
+        raise TableError(
+            f"{table.path}: {done}, but registering it in the catalog as {table.catalog_name} failed: {reason}; "
+            "fix the catalog, then run `lakemerge register`"
+        ) from exc
 
 
 def _attempt(

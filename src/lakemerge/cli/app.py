@@ -8,9 +8,11 @@ missing change files, incompatible schema); 4 gave up on a concurrent writer's c
 from __future__ import annotations
 
 import functools
+import shlex
 import sys
 import traceback
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -352,6 +354,58 @@ def vacuum(
             f"[bold]{r.table}[/]: {r.files_deleted} files deleted, {r.tombstones_removed} tombstones removed, "
             f"{r.tombstones_kept} kept ({r.seconds:.1f} s)"
         )
+
+
+@app.command()
+@_handled
+def register(
+    pipeline: Annotated[Path, typer.Argument(help="The pipeline file.")],
+    table: Annotated[
+        list[str] | None, typer.Option("--table", "-t", help="Table(s) to register (default: all that exist).")
+    ] = None,
+    master: MasterOpt = None,
+    json_out: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Register the pipeline's tables, and their views, by name in the Spark catalog (Hive metastore)."""
+    from lakemerge.api import register as register_pipeline
+    from lakemerge.config.pipeline_file import load_pipeline
+
+    config = load_pipeline(pipeline)
+    spark = _spark(master, verbose, config.spark)
+    done = register_pipeline(config, tables=table, spark=spark)
+    if json_out:
+        output.emit_json({"tables": [asdict(r) for r in done]})
+        return
+    if not done:
+        output.out.print("no table exists yet: nothing registered (apply a batch first)")
+    for r in done:
+        views = f" (views: {', '.join(r.views)})" if r.views else ""
+        state = "registered" if r.created else "already registered"
+        output.out.print(f"[bold]{r.table}[/]: {state} as {r.name} → {r.location}{views}")
+
+
+@app.command()
+@_handled
+def conf(
+    pipeline: Annotated[Path, typer.Argument(help="The pipeline file.")],
+    defaults: Annotated[
+        bool, typer.Option("--defaults", help="Print spark-defaults.conf lines instead of spark-submit options.")
+    ] = False,
+) -> None:
+    """Print the Spark settings lakemerge starts with, for spark-submit or spark-defaults.conf on a cluster."""
+    from lakemerge.config.pipeline_file import load_pipeline
+    from lakemerge.spark.session import session_conf
+
+    config = load_pipeline(pipeline)
+    settings = session_conf(config.spark)
+    if defaults:
+        for key, value in settings.items():
+            print(f"{key} {value}")
+        return
+    print(f"--master {shlex.quote(config.spark.master)}")
+    for key, value in settings.items():
+        print(f"--conf {shlex.quote(f'{key}={value}')}")
 
 
 @app.command()

@@ -21,6 +21,11 @@ FileOrder = Literal["name", "name_number", "mtime"]
 SnapshotOrder = Literal["name_number", "mtime", "column"]
 SnapshotScope = Literal["table", "partitions"]
 History = Literal["latest", "scd2"]
+Catalog = Literal["in-memory", "hive"]
+
+#: A catalog object name: ``table`` or ``database.table``.
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CATALOG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
 
 #: Columns lakemerge adds to SCD type 2 tables (PRODUCT.md §Semantics 6): the sequence at which a
 #: version starts, where it ends (null while it is current), and whether it is current.
@@ -54,6 +59,15 @@ class SparkSettings(_Model):
         conf: extra Spark settings, passed through unchanged (``spark.executor.memory`` ...).
         packages: extra Maven coordinates added to ``spark.jars.packages`` beside Delta's.
         log_file: where Spark's own log goes; ``None`` picks a file under the temp directory.
+        catalog: where table names live. ``in-memory``: the session's own catalog (names vanish
+            with it). ``hive``: a Hive metastore, so that ``spark-sql``, the Thrift server and other
+            metastore clients find the tables by name (docs/deploy.md).
+        metastore_uri: with ``hive``, a running metastore service (``thrift://host:9083``). Without
+            it, an embedded Derby metastore in ``metastore_dir`` (one process at a time).
+        metastore_dir: the embedded Derby metastore's folder (default ``metastore`` beside the
+            pipeline file, or in the current directory).
+        warehouse: ``spark.sql.warehouse.dir`` for the catalog's databases (default: Spark's).
+        database: the database tables are registered in when they name none.
     """
 
     master: str = "local[*]"
@@ -61,6 +75,26 @@ class SparkSettings(_Model):
     conf: dict[str, str] = Field(default_factory=dict)
     packages: tuple[str, ...] = ()
     log_file: str | None = None
+    catalog: Catalog = "in-memory"
+    metastore_uri: str | None = None
+    metastore_dir: str | None = None
+    warehouse: str | None = None
+    database: str = "default"
+
+    @field_validator("database")
+    @classmethod
+    def _identifier(cls, value: str) -> str:
+        if not _IDENTIFIER.fullmatch(value):
+            raise ValueError(f"'{value}' is not a database name (letters, digits and _, not starting with a digit)")
+        return value
+
+    @model_validator(mode="after")
+    def _hive_settings(self) -> SparkSettings:
+        if self.catalog != "hive" and (self.metastore_uri or self.metastore_dir):
+            raise ValueError("metastore_uri and metastore_dir need catalog = 'hive'")
+        if self.metastore_uri and self.metastore_dir:
+            raise ValueError("give metastore_uri (a metastore service) or metastore_dir (embedded Derby), not both")
+        return self
 
     @field_validator("conf", mode="before")
     @classmethod
@@ -288,6 +322,9 @@ class TableConfig(_Model):
             table's path + ``__tombstones``).
         tombstone_retention_days: ``lakemerge vacuum`` removes tombstones older than this (wall
             time since the batch that wrote them). Until then every tombstone is honoured.
+        catalog_name: the name (``table`` or ``database.table``) under which the table is
+            registered in the Spark catalog after each batch; with ``[spark] catalog = "hive"`` it
+            defaults to ``<database>.<name>``. Unset elsewhere: the table is not registered.
     """
 
     name: str
@@ -310,6 +347,14 @@ class TableConfig(_Model):
     tombstones: bool = True
     tombstone_path: str | None = None
     tombstone_retention_days: float = Field(default=7.0, ge=0)
+    catalog_name: str | None = None
+
+    @field_validator("catalog_name")
+    @classmethod
+    def _catalog_name(cls, value: str | None) -> str | None:
+        if value is not None and not _CATALOG_NAME.fullmatch(value):
+            raise ValueError(f"'{value}' is not a catalog name: 'table' or 'database.table' (letters, digits, _)")
+        return value
 
     @field_validator("key", "sequence", "partition_by", "track_columns", mode="before")
     @classmethod
@@ -502,6 +547,16 @@ class PipelineConfig(_Model):
                 tables[name] = table
             data = {**data, "tables": tables}
         return data
+
+    @model_validator(mode="after")
+    def _catalog_names(self) -> PipelineConfig:
+        if self.spark.catalog != "hive":
+            return self
+        named = {
+            name: t if t.catalog_name else t.model_copy(update={"catalog_name": f"{self.spark.database}.{name}"})
+            for name, t in self.tables.items()
+        }
+        return self.model_copy(update={"tables": named})
 
     @field_validator("tables")
     @classmethod

@@ -3,8 +3,9 @@
 Layout::
 
     [spark]                      # optional
-    master = "local[*]"
+    master = "local[*]"          # or spark://host:7077, yarn, k8s://...
     conf = { "spark.sql.shuffle.partitions" = "4" }
+    catalog = "hive"             # optional: register tables in a Hive metastore
 
     [tables.products]
     path = "lake/products"       # relative paths are relative to this file
@@ -61,7 +62,17 @@ def load_pipeline(path: str | os.PathLike[str]) -> PipelineConfig:
 
 
 def _resolve_paths(data: dict[str, Any], base: Path) -> None:
-    """Make relative table and feed paths relative to the pipeline file's folder."""
+    """Make relative table, feed and metastore paths relative to the pipeline file's folder."""
+    spark = data.get("spark")
+    if isinstance(spark, dict):
+        for key in ("metastore_dir", "warehouse"):
+            if isinstance(spark.get(key), str):
+                spark[key] = _absolute(spark[key], base)
+        if spark.get("catalog") == "hive" and not spark.get("metastore_uri"):
+            # The embedded metastore and its databases' folders live beside the pipeline file, not
+            # in whatever directory a scheduler starts the job from.
+            spark.setdefault("metastore_dir", str(base / "metastore"))
+            spark.setdefault("warehouse", str(base / "warehouse"))
     groups = data.get("groups")
     if isinstance(groups, dict):
         for group in groups.values():

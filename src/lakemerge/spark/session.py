@@ -53,6 +53,44 @@ def default_log_file() -> str:
     )
 
 
+def session_conf(settings: SparkSettings) -> dict[str, str]:
+    """Every Spark setting lakemerge starts a session with, the user's ``conf`` last.
+
+    The same settings serve ``spark-submit --conf`` and ``spark-defaults.conf`` on a cluster
+    (``lakemerge conf PIPELINE`` prints them), so that a job submitted by a scheduler sees the
+    tables exactly as ``lakemerge run`` does.
+    """
+    conf = dict(_DEFAULTS)
+    if settings.master.startswith("local"):
+        conf.update(
+            {
+                "spark.ui.enabled": "false",
+                "spark.sql.shuffle.partitions": "8",
+                "spark.databricks.delta.snapshotPartitions": "4",
+            }
+        )
+    if settings.catalog == "hive":
+        conf["spark.sql.catalogImplementation"] = "hive"
+        if settings.metastore_uri:
+            conf["spark.hadoop.hive.metastore.uris"] = settings.metastore_uri
+        else:
+            folder = os.path.abspath(settings.metastore_dir or "metastore")
+            conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
+                f"jdbc:derby:;databaseName={folder}/metastore_db;create=true"
+            )
+            # Derby writes derby.log into the JVM's working directory unless told otherwise.
+            conf["spark.driver.extraJavaOptions"] = f"-Dderby.system.home={folder}"
+        if settings.warehouse:
+            conf["spark.sql.warehouse.dir"] = settings.warehouse
+    conf.update(settings.conf)
+    packages = [DELTA_PACKAGE, avro_package(), *settings.packages]
+    extra = conf.get("spark.jars.packages")
+    if extra:
+        packages.extend(p.strip() for p in extra.split(",") if p.strip())
+    conf["spark.jars.packages"] = ",".join(dict.fromkeys(packages))
+    return conf
+
+
 def get_spark(settings: SparkSettings | None = None, *, verbose: bool = False) -> SparkSession:
     """Return the active SparkSession, or start one configured for Delta.
 
@@ -68,21 +106,7 @@ def get_spark(settings: SparkSettings | None = None, *, verbose: bool = False) -
     log_file = settings.log_file or default_log_file()
     Path(log_file).parent.mkdir(parents=True, exist_ok=True)
 
-    conf = dict(_DEFAULTS)
-    if settings.master.startswith("local"):
-        conf.update(
-            {
-                "spark.ui.enabled": "false",
-                "spark.sql.shuffle.partitions": "8",
-                "spark.databricks.delta.snapshotPartitions": "4",
-            }
-        )
-    conf.update(settings.conf)
-    packages = [DELTA_PACKAGE, avro_package(), *settings.packages]
-    extra = conf.get("spark.jars.packages")
-    if extra:
-        packages.extend(p.strip() for p in extra.split(",") if p.strip())
-    conf["spark.jars.packages"] = ",".join(dict.fromkeys(packages))
+    conf = session_conf(settings)
     if not verbose:
         log_conf = resources.files("lakemerge.spark").joinpath("log4j2.properties")
         java_opts = f"-Dlog4j2.configurationFile={log_conf} -Dlakemerge.log.file={log_file}"

@@ -1,0 +1,141 @@
+"""Register tables, and the views that go with them, by name in the Spark catalog.
+
+With ``[spark] catalog = "hive"`` the catalog is a Hive metastore, so ``spark-sql``, the Spark
+Thrift server (JDBC, beeline) and other metastore clients find the tables as ``database.table``.
+The catalog only points at the table's location: the Delta log stays the truth, and a registered
+table always shows its latest commit.
+
+Views come from hooks, one per kind of table: SCD type 2 tables get ``<name>_current``, their
+current rows. Other table kinds add theirs with :func:`add_view_hook`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lakemerge.config.models import CURRENT, TableConfig
+from lakemerge.errors import ConfigError, TableError
+from lakemerge.table.delta import table_exists
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+#: A view hook: for a table registered under ``name``, the views to create as (view name, SELECT).
+ViewHook = Callable[[TableConfig, str], Sequence[tuple[str, str]]]
+
+
+@dataclass(frozen=True)
+class Registered:
+    """What :func:`register` put in the catalog.
+
+    Attributes:
+        table: the table's name in the pipeline.
+        name: its catalog name (``database.table``).
+        location: the table's path, as the catalog holds it.
+        created: whether this call created the catalog entry (``False``: it was there).
+        views: the views (re)created beside it.
+    """
+
+    table: str
+    name: str
+    location: str
+    created: bool
+    views: tuple[str, ...]
+
+
+def _current_rows(table: TableConfig, name: str) -> Sequence[tuple[str, str]]:
+    if not table.scd2:
+        return ()
+    return ((f"{name}_current", f"SELECT * FROM {_quoted(name)} WHERE `{CURRENT}`"),)
+
+
+_HOOKS: list[ViewHook] = [_current_rows]
+
+
+def add_view_hook(hook: ViewHook) -> None:
+    """Have :func:`register` also create the views ``hook`` returns for a table."""
+    if hook not in _HOOKS:
+        _HOOKS.append(hook)
+
+
+def views_of(table: TableConfig, name: str) -> list[tuple[str, str]]:
+    """The views every hook asks for beside ``table`` registered as ``name``."""
+    return [view for hook in _HOOKS for view in hook(table, name)]
+
+
+def catalog_name(table: TableConfig) -> str:
+    """The name ``table`` is registered under: its ``catalog_name``, else ``default.<name>``."""
+    name = table.catalog_name or table.name
+    return name if "." in name else f"default.{name}"
+
+
+def register(spark: SparkSession, table: TableConfig) -> Registered:
+    """Create (if missing) the catalog entry of ``table`` and its views.
+
+    Raises:
+        TableError: no Delta table exists yet at the table's path (apply a batch first).
+        ConfigError: the name is taken by another table or location.
+    """
+    from pyspark.errors import AnalysisException
+
+    name = catalog_name(table)
+    if not table_exists(spark, table.path):
+        raise TableError(f"{table.path}: no Delta table to register as {name} yet (apply a batch first)")
+    database = name.split(".", 1)[0]
+    location = _qualified(spark, table.path)
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS `{database}`")
+    created = False
+    if spark.catalog.tableExists(name):
+        held = _location_of(spark, name)
+        if held is None or held.rstrip("/") != location.rstrip("/"):
+            raise ConfigError(
+                f"catalog name {name} is taken by {held or 'a table that is not a Delta table'}, "
+                f"not {location}: choose another catalog_name, or drop the old entry",
+                key=f"tables.{table.name}.catalog_name",
+            )
+    else:
+        try:
+            spark.sql(f"CREATE TABLE {_quoted(name)} USING DELTA LOCATION '{_literal(location)}'")
+            created = True
+        except AnalysisException as exc:
+            if "already exists" not in str(exc).lower():  # a concurrent writer registered it first
+                raise
+    views = []
+    for view, select in views_of(table, name):
+        spark.sql(f"CREATE OR REPLACE VIEW {_quoted(view)} AS {select}")
+        views.append(view)
+    return Registered(table=table.name, name=name, location=location, created=created, views=tuple(views))
+
+
+def register_tables(spark: SparkSession, tables: Sequence[TableConfig]) -> list[Registered]:
+    """Register each table that exists; a table not yet created is skipped."""
+    return [register(spark, t) for t in tables if table_exists(spark, t.path)]
+
+
+def _location_of(spark: SparkSession, name: str) -> str | None:
+    from pyspark.errors import AnalysisException
+
+    try:
+        row = spark.sql(f"DESCRIBE DETAIL {_quoted(name)}").select("format", "location").collect()[0]
+    except AnalysisException:
+        return None
+    return str(row["location"]) if row["format"] == "delta" else None
+
+
+def _qualified(spark: SparkSession, path: str) -> str:
+    """``path`` as a fully qualified URI of its file system (``file:/...``, ``hdfs://nn/...``)."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    hpath = jvm.org.apache.hadoop.fs.Path(path)
+    fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    return str(fs.makeQualified(hpath).toString())
+
+
+def _quoted(name: str) -> str:
+    return ".".join(f"`{part}`" for part in name.split("."))
+
+
+def _literal(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("'", "\\'")
