@@ -400,6 +400,7 @@ def conf(
     config = load_pipeline(pipeline)
     settings = session_conf(config.spark)
     if defaults:
+        print(f"spark.master {config.spark.master}")
         for key, value in settings.items():
             print(f"{key} {value}")
         return
