@@ -10,8 +10,7 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from lakemerge.apply.classify import WRITES, Outcome, newer_or_equal
@@ -94,26 +93,4 @@ def write_changes(
     )
     if truncate_before is not None:
         merge = merge.whenNotMatchedBySourceDelete(condition=stored < truncate_before)
-    with _session_conf(spark, _MATERIALIZE_SOURCE, "none"):
-        merge.execute()
-
-
-#: Delta copies a MERGE's source before running it unless told not to. Ours is the classified
-#: batch, already persisted, and deterministic: feed files are immutable (a changed applied file is
-#: an error), and the clauses re-check every sequence against the stored row, so even a recomputed
-#: classification cannot make the MERGE write an older version. A second copy only costs time.
-_MATERIALIZE_SOURCE = "spark.databricks.delta.merge.materializeSource"
-
-
-@contextlib.contextmanager
-def _session_conf(spark: SparkSession, key: str, value: str) -> Iterator[None]:
-    """Set one session setting for the block, restoring what was there."""
-    previous = spark.conf.get(key, None)
-    spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        if previous is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, previous)
+    merge.execute()
