@@ -43,7 +43,7 @@ def table(results: list[dict[str, Any]]) -> str:
                 continue
             s = _median(r["times"])
             sums.add(json.dumps(r["checksum"], sort_keys=True))
-            row.append(f"{s:.1f} s" if peer == BASE or base_s is None else f"{s:.1f} s ({s / base_s:.1f}×)")
+            row.append(f"{s:.1f} s" if peer == BASE or base_s is None else f"{s:.1f} s ({s / base_s:.2f}×)")
         row.append("equal" if len(sums) == 1 else f"DIFFER ({len(sums)})")
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
