@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from lakemerge.apply import Outcome, classify, scd2, write_changes
+from lakemerge.apply.prune import KeyRanges, key_ranges
 from lakemerge.changes import collapse, normalize
 from lakemerge.changes.normalize import ChangeSet, first_bad_row
 from lakemerge.changes.snapshot import WHOLE, Pending, absent_deletes, check_order, next_snapshot, scope_positions
@@ -55,6 +56,7 @@ class BatchPlan:
     snapshots: dict[str, dict[str, Any]] = field(default_factory=dict)
     history: scd2.History | None = None
     writes: int | None = None
+    ranges: KeyRanges | None = None
 
     def release(self) -> None:
         """Unpersist the cached frames."""
@@ -217,6 +219,7 @@ def plan_batch(
         tombs = tombstones.read(spark, table, selection.ledger.batch_ids)
         partial = table.partial_columns(changes.data_columns)
         history: scd2.History | None = None
+        ranges: KeyRanges | None = None
         if table.scd2:
             history = scd2.build(
                 table, valid, stored, tombstones=tombs.rows, data_columns=changes.data_columns, partial=partial
@@ -228,9 +231,14 @@ def plan_batch(
             history = replace(history, changes=classified, source=source)
         else:
             latest = collapse(valid, key=table.key, sequence=table.sequence_columns, partial=partial)
+            # Only a batch that can touch nothing but its own keys is pruned: a truncate or a
+            # snapshot reaches every stored row.
+            if stored is not None and truncate.before is None and not selection.snapshots:
+                ranges = key_ranges(valid, table.key)
+            candidates = stored.filter(ranges.predicate()) if stored is not None and ranges is not None else stored
             classified = classify(
                 latest,
-                stored,
+                candidates,
                 key=table.key,
                 sequence=table.sequence_columns,
                 partition_by=table.partition_by,
@@ -288,6 +296,7 @@ def plan_batch(
         snapshots=positions,
         history=history,
         writes=writes,
+        ranges=ranges,
     )
 
 
@@ -351,6 +360,7 @@ def commit_batch(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
                 partial=plan.partial,
                 truncate_before=plan.truncate_before,
                 txn_version=plan.txn_version,
+                ranges=plan.ranges,
             )
     found = delta.find_commit(spark, plan.table.path, plan.batch_id)
     if found is None:

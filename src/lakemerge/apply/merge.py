@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from lakemerge.apply.classify import WRITES, Outcome, newer_or_equal
+from lakemerge.apply.prune import KeyRanges
 from lakemerge.config.models import TableConfig
 from lakemerge.feeds import columns as C
 
@@ -32,13 +33,15 @@ def write_changes(
     txn_version: int,
     partial: Sequence[str] = (),
     truncate_before: Column | None = None,
+    ranges: KeyRanges | None = None,
 ) -> None:
     """Commit the ``insert``/``update``/``delete`` rows of ``classified`` to ``table.path``.
 
-    ``writes`` is how many rows the batch writes. When it is zero on an existing table (every
-    change late, or deletes of absent keys), Delta would make no commit at all; a metadata-only
-    commit then records the batch, so its files are never applied again. It sets the table property
-    ``lakemerge.batch`` to the batch number, so that two such commits racing conflict in Delta.
+    ``ranges`` (key ranges covering the batch's keys) join the MERGE condition, so that Delta
+    skips the files outside them. ``writes`` is how many rows the batch writes. When it is zero on
+    an existing table (every change late, or deletes of absent keys), Delta would make no commit at
+    all; a metadata-only commit then records the batch, so its files are never applied again. It
+    sets the table property ``lakemerge.batch`` to the batch number, so that two such commits racing conflict in Delta.
     """
     from pyspark.sql import functions as F
 
@@ -63,7 +66,10 @@ def write_changes(
     source = classified.filter(F.col(C.OUTCOME).isin([o.value for o in WRITES])).select(
         *[F.col(f"`{c}`") for c in data_columns], F.col(C.OP), *extra
     )
-    on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in table.key)
+    on: str | Column = " AND ".join(f"t.`{k}` = s.`{k}`" for k in table.key)
+    if ranges is not None and truncate_before is None:
+        # Target-only conjuncts of the condition are what Delta skips files with.
+        on = F.expr(str(on)) & ranges.predicate("t")
     fresh = newer_or_equal("s", "t", table.sequence_columns)
     values: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in data_columns}
     updates: dict[str, str | Column] = dict(values)

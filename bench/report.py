@@ -1,0 +1,137 @@
+"""Turn the harness's ``results.json`` into RESULTS-style tables and a PNG plot.
+
+``python -m bench.report OUT_DIR RESULTS_JSON...`` rewrites ``OUT_DIR/results-table.md`` (the
+measured part that RESULTS.md quotes) and ``OUT_DIR/bench.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import sys
+from collections import defaultdict
+from typing import Any
+
+BASE = "lakemerge"
+
+
+def _median(times: list[float]) -> float:
+    return statistics.median(times)
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    """Markdown: one row per (sf, cell), median seconds per peer and its ratio to lakemerge."""
+    cells: dict[tuple[float, str], dict[str, dict[str, Any]]] = defaultdict(dict)
+    peers: list[str] = []
+    for r in results:
+        cells[(r["sf"], r["cell"])][r["peer"]] = r
+        if r["peer"] not in peers:
+            peers.append(r["peer"])
+    head = ["SF", "cell (layout:keys:batch %)", "batch rows", *peers, "checksums"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for (sf, cell), by_peer in cells.items():
+        base = by_peer.get(BASE)
+        base_s = _median(base["times"]) if base and base.get("status") == "ok" else None
+        row = [f"{sf:g}", cell, str(next(iter(by_peer.values()))["batch_rows"][0])]
+        sums = set()
+        for peer in peers:
+            r = by_peer.get(peer)
+            if r is None or r.get("status") != "ok":
+                row.append(r["status"] if r else "—")
+                continue
+            s = _median(r["times"])
+            sums.add(json.dumps(r["checksum"], sort_keys=True))
+            row.append(f"{s:.1f} s" if peer == BASE or base_s is None else f"{s:.1f} s ({s / base_s:.2f}×)")
+        row.append("equal" if len(sums) == 1 else f"DIFFER ({len(sums)})")
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def plot(results: list[dict[str, Any]], target: str) -> None:
+    """Median seconds vs batch size (per peer, clustered/uniform cells) and vs table size (SF)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    by_peer: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    by_sf: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    sfs = sorted({r["sf"] for r in results})
+    for r in results:
+        if r.get("status") != "ok":
+            continue
+        layout, shape, fraction = r["cell"].split(":")
+        if layout == "clustered" and shape == "uniform":
+            if r["sf"] == sfs[-1]:
+                by_peer[r["peer"]].append((float(fraction), _median(r["times"])))
+            if abs(float(fraction) * r["sf"] - 0.1) < 1e-9:
+                by_sf[r["peer"]].append((r["sf"], _median(r["times"])))
+    for peer, points in by_peer.items():
+        points.sort()
+        left.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=peer)
+    left.set_xscale("log")
+    left.set_xlabel(f"batch size (% of table), SF{sfs[-1]:g}, clustered, uniform keys")
+    left.set_ylabel("median seconds per batch")
+    left.legend(fontsize=8)
+    for peer, points in by_sf.items():
+        points.sort()
+        right.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=peer)
+    right.set_xscale("log")
+    right.set_xlabel("TPC-H scale factor (same batch: 0.1 % of SF1, clustered)")
+    right.set_ylabel("median seconds per batch")
+    if by_sf:
+        right.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(target, dpi=110)
+    plt.close(fig)
+
+
+def environment() -> str:
+    """The machine and versions, for the report."""
+    import importlib.metadata as md
+
+    versions = []
+    for name in ("pyspark", "delta-spark", "deltalake", "duckdb", "duckdb-extension-tpch"):
+        try:
+            versions.append(f"{name} {md.version(name)}")
+        except md.PackageNotFoundError:
+            versions.append(f"{name} missing")
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
+    return (
+        f"{platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
+        + ", ".join(versions)
+        + f"; load average at report time {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}"
+    )
+
+
+def write(raws: list[str], out: str) -> None:
+    """Write ``results-table.md`` and ``bench.png`` under ``out`` from the raw results files
+    (several when the peers were run by several invocations of the harness)."""
+    results: list[dict[str, Any]] = []
+    commands = []
+    for raw in raws:
+        with open(raw) as fh:
+            found = json.load(fh)
+        results += found["results"]
+        commands.append(f"`{found['command']}`")
+    text = [
+        f"Command(s): {'; '.join(commands)}",
+        "",
+        f"Machine: {environment()}",
+        "",
+        table(results),
+        "",
+    ]
+    skipped = {r["peer"]: r["reason"] for r in results if r.get("status") in ("skipped", "failed", "timeout")}
+    for peer, reason in skipped.items():
+        text.append(f"- {peer}: {reason}")
+    with open(os.path.join(out, "results-table.md"), "w") as fh:
+        fh.write("\n".join(text) + "\n")
+    plot(results, os.path.join(out, "bench.png"))
+
+
+if __name__ == "__main__":
+    write(sys.argv[2:], sys.argv[1])

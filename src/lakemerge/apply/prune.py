@@ -1,0 +1,100 @@
+"""Key-range pruning: a handful of key ranges covering a batch's keys, so that Delta skips the
+files that cannot hold any of them (PRODUCT.md §Performance; OSS Delta MERGE does not prune by
+itself).
+
+The ranges come from one small aggregate over the batch's keys (never over the table): sorted,
+the batch's keys are cut at their ``limit - 1`` widest gaps, which gives the ``limit`` ranges that
+cover every key with the least total width. Keys whose type has no distance (strings, binary) get
+one range, from the smallest key to the largest. The predicate goes into the classification's read
+of the table and into the MERGE condition, where Delta's file skipping (min/max statistics per
+file) uses it. A key outside every range is never in the batch, so results are unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+#: How many ranges a batch's keys are cut into: enough to skip the gaps of a few clusters of keys,
+#: few enough that the predicate stays cheap to evaluate per file.
+DEFAULT_RANGES = 8
+
+
+@dataclass(frozen=True)
+class KeyRanges:
+    """Closed ranges ``[low, high]`` of one key column that cover a batch's keys, in key order."""
+
+    column: str
+    ranges: tuple[tuple[Any, Any], ...]
+
+    def predicate(self, alias: str | None = None) -> Column:
+        """The column (qualified by ``alias``) lies in one of the ranges."""
+        from pyspark.sql import functions as F
+
+        name = f"{alias}.`{self.column}`" if alias else f"`{self.column}`"
+        column = F.col(name)
+        condition: Column | None = None
+        for low, high in self.ranges:
+            part = column == F.lit(low) if low == high else column.between(F.lit(low), F.lit(high))
+            condition = part if condition is None else condition | part
+        return condition if condition is not None else F.lit(False)
+
+
+def key_ranges(changes: DataFrame, key: Sequence[str], *, limit: int = DEFAULT_RANGES) -> KeyRanges | None:
+    """The ranges covering the keys of ``changes`` (one action, a few rows), or ``None`` when the key
+    has several columns or ``changes`` is empty."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    if len(key) != 1 or limit < 1:
+        return None
+    name = key[0]
+    column = F.col(f"`{name}`")
+    kind = changes.schema[name].dataType
+    keys = changes.select(column.alias("k")).where(F.col("k").isNotNull())
+    bounds = keys.agg(F.min("k").alias("lo"), F.max("k").alias("hi")).withColumn("gap", F.lit(None).cast("double"))
+    distance = _distance(kind)
+    if distance is None or limit == 1:
+        rows = bounds.collect()
+    else:
+        ordered = Window.orderBy("k")
+        steps = keys.select(F.lag("k").over(ordered).alias("lo"), F.col("k").alias("hi")).where(
+            F.col("lo").isNotNull() & (F.col("hi") != F.col("lo"))
+        )
+        widest = (
+            steps.withColumn("gap", distance(F.col("lo"), F.col("hi")).cast(T.DoubleType()))
+            .orderBy(F.col("gap").desc())
+            .limit(limit - 1)
+        )
+        rows = bounds.unionByName(widest).collect()
+    first = [r for r in rows if r["gap"] is None]
+    if not first or first[0]["lo"] is None:
+        return None
+    lowest, highest = first[0]["lo"], first[0]["hi"]
+    cuts = sorted(((r["lo"], r["hi"]) for r in rows if r["gap"] is not None), key=lambda cut: cut[0])
+    ranges: list[tuple[Any, Any]] = []
+    start = lowest
+    for end, restart in cuts:
+        ranges.append((start, end))
+        start = restart
+    ranges.append((start, highest))
+    return KeyRanges(column=name, ranges=tuple(ranges))
+
+
+def _distance(kind: Any) -> Any:
+    """How far apart two keys of type ``kind`` are, as a function of two columns, or ``None``."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    if isinstance(kind, (T.IntegralType, T.DecimalType, T.FloatType, T.DoubleType)):
+        return lambda lo, hi: hi - lo
+    if isinstance(kind, T.DateType):
+        return lambda lo, hi: F.datediff(hi, lo)
+    if isinstance(kind, (T.TimestampType, T.TimestampNTZType)):
+        return lambda lo, hi: F.unix_micros(hi.cast("timestamp")) - F.unix_micros(lo.cast("timestamp"))
+    return None

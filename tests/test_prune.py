@@ -1,0 +1,130 @@
+"""Key-range pruning (apply/prune.py): the ranges cover every key of a batch, results equal the
+oracle's, and files outside the ranges are never read (they are deleted from disk before the batch:
+reading one would fail)."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+import deltalake
+import pyarrow as pa
+import pytest
+
+import lakemerge
+from lakemerge.apply.prune import key_ranges
+from tests.helpers import read_table, write_lines
+from tests.oracle import apply_batch, state_rows
+
+COLUMNS = ("id", "seq", "v")
+
+
+def _table(tmp_path: Path) -> lakemerge.TableConfig:
+    feed = lakemerge.FeedConfig(
+        location=(str(tmp_path / "in"),),
+        format="csv",
+        header=True,
+        schema="id BIGINT, seq BIGINT, op STRING, v STRING",
+        op_column="op",
+    )
+    return lakemerge.TableConfig(name="t", path=str(tmp_path / "table"), key=("id",), sequence=("seq",), feed=feed)
+
+
+def _clustered(
+    spark: Any, table: lakemerge.TableConfig, keys: int, files: int
+) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """A table of ``keys`` rows in ``files`` files with disjoint key ranges; the oracle's state."""
+    frame = spark.range(keys).selectExpr("id", "CAST(1 AS BIGINT) AS seq", "CAST(id AS STRING) AS v")
+    frame.repartitionByRange(files, "id").sortWithinPartitions("id").write.format("delta").save(table.path)
+    return {(i,): {"id": i, "seq": 1, "v": str(i)} for i in range(keys)}
+
+
+def _apply(spark: Any, table: lakemerge.TableConfig, folder: Path, rows: list[dict[str, Any]]) -> Any:
+    lines = ["id,seq,op,v", *[f"{r['id']},{r['seq']},{r['op']},{r['v'] or ''}" for r in rows]]
+    write_lines(folder / "batch.csv", lines)
+    return lakemerge.apply_table(table, inputs=[str(folder)], spark=spark)
+
+
+def test_ranges_cut_the_widest_gaps_and_cover_every_key(spark: Any) -> None:
+    frame = spark.createDataFrame([(k,) for k in (1, 2, 3, 100, 101, 1000, 3)], "id BIGINT")
+    assert key_ranges(frame, ("id",), limit=3).ranges == ((1, 3), (100, 101), (1000, 1000))  # type: ignore[union-attr]
+    assert key_ranges(frame, ("id",), limit=1).ranges == ((1, 1000),)  # type: ignore[union-attr]
+    assert key_ranges(frame, ("id",), limit=20).ranges == (  # type: ignore[union-attr]
+        (1, 1),
+        (2, 2),
+        (3, 3),
+        (100, 100),
+        (101, 101),
+        (1000, 1000),
+    )
+    names = spark.createDataFrame([("b",), ("a",), ("q",)], "id STRING")
+    assert key_ranges(names, ("id",)).ranges == (("a", "q"),)  # type: ignore[union-attr]
+    assert key_ranges(frame.selectExpr("id", "id AS j"), ("id", "j")) is None
+    assert key_ranges(frame.filter("id < 0"), ("id",)) is None
+
+
+def test_files_outside_the_batch_key_ranges_are_never_read(spark: Any, tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    state = _clustered(spark, table, keys=400, files=8)
+    batch = [
+        {"id": 12, "seq": 2, "op": "U", "v": "x"},
+        {"id": 13, "seq": 2, "op": "D", "v": None},
+        {"id": 13, "seq": 0, "op": "U", "v": "late"},
+        {"id": 397, "seq": 3, "op": "U", "v": "y"},
+        {"id": 500, "seq": 1, "op": "U", "v": "new"},
+    ]
+    # Drop every data file that holds none of the batch's keys nor lies in a gap it spans: a read
+    # of one of them fails, so the batch succeeds only if classification and MERGE skip them.
+    actions = pa.table(deltalake.DeltaTable(table.path).get_add_actions(flatten=True)).to_pylist()
+    assert len(actions) == 8
+    spans = [(12, 13), (397, 397), (500, 500)]
+    kept = 0
+    for action in actions:
+        low, high = action["min.id"], action["max.id"]
+        if any(low <= b and a <= high for a, b in spans):
+            kept += 1
+            continue
+        os.remove(os.path.join(table.path, action["path"]))
+    assert kept == 2
+    result = _apply(spark, table, tmp_path / "b1", batch)
+    assert (result.metrics.updated, result.metrics.deleted, result.metrics.inserted, result.metrics.late) == (
+        2,
+        1,
+        1,
+        0,
+    )
+    assert result.files_removed <= 2
+    expected, _ = apply_batch(state, [("batch.csv", batch)], key=("id",))
+    wanted = [r for r in state_rows(expected, COLUMNS) if r["id"] < 50 or r["id"] >= 350]
+    got = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(table.path))
+    rows = pa.table(got.execute("SELECT id, seq, v FROM t WHERE id < 50 OR id >= 350 ORDER BY id")).to_pylist()
+    assert rows == sorted(wanted, key=lambda r: r["id"])
+
+
+@pytest.mark.parametrize("seed", [1])
+def test_pruned_batches_equal_the_oracle(spark: Any, tmp_path: Path, seed: int) -> None:
+    rng = random.Random(seed)
+    table = _table(tmp_path)
+    state = _clustered(spark, table, keys=300, files=6)
+    tombstones: dict[tuple[Any, ...], Any] = {}
+    for number in range(1, 4):
+        # Keys in two or three clusters (some new), duplicates, deletes, late changes.
+        centres = [rng.randrange(0, 360) for _ in range(rng.randint(1, 3))]
+        batch = []
+        for _ in range(25):
+            key = max(0, rng.choice(centres) + rng.randint(-6, 6))
+            batch.append(
+                {
+                    "id": key,
+                    "seq": rng.randint(0, 3) + number,
+                    "op": rng.choice("UUUD"),
+                    "v": f"b{number}-{rng.randint(0, 9)}",
+                }
+            )
+        state, _ = apply_batch(state, [("batch.csv", batch)], key=("id",), tombstones=tombstones)
+        _apply(spark, table, tmp_path / f"b{number}", batch)
+        assert read_table(table.path, list(COLUMNS)) == sorted(
+            state_rows(state, COLUMNS), key=lambda r: [(v is None, str(v)) for v in r.values()]
+        )
