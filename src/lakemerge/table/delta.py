@@ -145,13 +145,15 @@ def type_widening_enabled(spark: SparkSession, path: str) -> bool:
 
 
 @contextlib.contextmanager
-def commit_record(spark: SparkSession, record: dict[str, Any], *, txn_version: int | None) -> Iterator[None]:
+def commit_record(
+    spark: SparkSession, record: dict[str, Any], *, txn_version: int | None, app_id: str = TXN_APP_ID
+) -> Iterator[None]:
     """Attach ``record`` to the Delta commit made inside the block, as userMetadata, and (unless
     ``txn_version`` is None) make the commit idempotent under lakemerge's transaction identifier."""
     conf = spark.conf
     settings = {_USER_METADATA: json.dumps({"lakemerge": RECORD_VERSION, **record}, separators=(",", ":"))}
     if txn_version is not None:
-        settings.update({_TXN_APP_ID: TXN_APP_ID, _TXN_VERSION: str(txn_version)})
+        settings.update({_TXN_APP_ID: app_id, _TXN_VERSION: str(txn_version)})
     previous = {key: conf.get(key, None) for key in settings}
     for key, value in settings.items():
         conf.set(key, value)
@@ -165,14 +167,14 @@ def commit_record(spark: SparkSession, record: dict[str, Any], *, txn_version: i
                 conf.set(key, old)
 
 
-def txn_version(spark: SparkSession, path: str) -> int:
+def txn_version(spark: SparkSession, path: str, app_id: str = TXN_APP_ID) -> int:
     """The last batch number committed to the table under lakemerge's transaction identifier
     (0 for a new table). Read from Delta's snapshot state, which keeps it across log cleanup."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
     snapshot = delta_log.update(False, jvm.scala.Option.empty(), jvm.scala.Option.empty())
-    found = snapshot.transactions().get(TXN_APP_ID)
+    found = snapshot.transactions().get(app_id)
     return int(found.get()) if found.isDefined() else 0
 
 
@@ -215,6 +217,16 @@ class Ledger:
     files: dict[str, tuple[AppliedFile, int]] = field(default_factory=dict)
     batch_ids: set[str] = field(default_factory=set)
     snapshots: dict[int, list[Any]] = field(default_factory=dict)
+
+
+def merged_ledger(table_ledger: Ledger, log_ledger: Ledger) -> Ledger:
+    """The ledger of a ``log``-mode table: batches committed to the table (before it switched to
+    the log) and to its change log. The log's snapshot positions are the later ones."""
+    return Ledger(
+        files={**table_ledger.files, **log_ledger.files},
+        batch_ids=table_ledger.batch_ids | log_ledger.batch_ids,
+        snapshots={**table_ledger.snapshots, **log_ledger.snapshots},
+    )
 
 
 def ledger(spark: SparkSession, path: str) -> Ledger:
