@@ -6,6 +6,7 @@ from lakemerge.api import (
     apply,
     apply_table,
     changed_records,
+    compact,
     history,
     quarantine,
     read_current,
@@ -15,6 +16,7 @@ from lakemerge.api import (
     snapshot,
     vacuum,
 )
+from lakemerge.apply.log import merged_view_sql, read_merged, register_view
 from lakemerge.config.models import FeedConfig, GroupConfig, PipelineConfig, SparkSettings, TableConfig
 from lakemerge.config.pipeline_file import load_pipeline
 from lakemerge.config.properties_file import load_properties
@@ -28,7 +30,7 @@ from lakemerge.errors import (
     TableError,
 )
 from lakemerge.groups import GroupPoint
-from lakemerge.results import AppliedFile, BatchMetrics, BatchResult, CommitInfo, TableSummary
+from lakemerge.results import AppliedFile, BatchMetrics, BatchResult, CommitInfo, CompactionResult, TableSummary
 from lakemerge.spark import get_spark
 from lakemerge.table.quarantine import QuarantinedRow
 from lakemerge.table.rollback import RollbackResult
@@ -42,6 +44,7 @@ __all__ = [
     "BatchMetrics",
     "BatchResult",
     "CommitInfo",
+    "CompactionResult",
     "ConfigError",
     "ConflictError",
     "FeedConfig",
@@ -62,12 +65,16 @@ __all__ = [
     "apply",
     "apply_table",
     "changed_records",
+    "compact",
     "get_spark",
     "history",
     "load_pipeline",
     "load_properties",
+    "merged_view_sql",
     "quarantine",
     "read_current",
+    "read_merged",
+    "register_view",
     "rollback",
     "run",
     "show",

@@ -90,7 +90,7 @@ def select_files(spark: SparkSession, table: TableConfig, inputs: Sequence[str] 
     """The batch's files: pending files of each feed in turn, each feed's in file order, up to the
     table's batch limits (at least one file); a snapshot feed contributes its oldest pending
     snapshot only. ``inputs`` replaces the first feed's location."""
-    exists, ledger = _state(spark, table)
+    exists, ledger = delta.state(spark, table.path, log_path=table.log_table if table.log_mode else None)
     pending: list[tuple[int, FeedFile]] = []
     skipped: list[str] = []
     snapshots: dict[int, Pending] = {}
@@ -126,23 +126,6 @@ def select_files(spark: SparkSession, table: TableConfig, inputs: Sequence[str] 
     return Selection(chosen, tuple(skipped), exists, ledger, {i: p for i, p in snapshots.items() if i in taken})
 
 
-def _state(spark: SparkSession, table: TableConfig) -> tuple[bool, delta.Ledger]:
-    """Whether the table (or, in log mode, its change log) exists, and the ledger of its batches."""
-    exists = delta.table_exists(spark, table.path)
-    found = delta.ledger(spark, table.path) if exists else delta.Ledger()
-    if table.log_mode and log.log_exists(spark, table):
-        return True, delta.merged_ledger(found, delta.ledger(spark, table.log_table))
-    return exists, found
-
-
-def _txn(spark: SparkSession, table: TableConfig) -> int:
-    """The last batch number committed (to the table, or in log mode to either table or log)."""
-    txn = delta.txn_version(spark, table.path) if delta.table_exists(spark, table.path) else 0
-    if table.log_mode and log.log_exists(spark, table):
-        txn = max(txn, delta.txn_version(spark, table.log_table))
-    return txn
-
-
 def _applied(ledger: delta.Ledger, index: int) -> dict[str, Any] | None:
     found = ledger.snapshots.get(index)
     return found if isinstance(found, dict) else None
@@ -167,7 +150,7 @@ def plan_batch(
     if not chosen:
         return NothingPending(skipped)
     files = [f for _, f in chosen]
-    txn = _txn(spark, table) if exists else 0
+    txn = delta.last_batch(spark, table.path, log_path=table.log_table if table.log_mode else None)
     try:
         changes = _read_changes(spark, table, chosen, batch_number=txn + 1)
     except Exception as exc:

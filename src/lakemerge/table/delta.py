@@ -219,14 +219,27 @@ class Ledger:
     snapshots: dict[int, list[Any]] = field(default_factory=dict)
 
 
-def merged_ledger(table_ledger: Ledger, log_ledger: Ledger) -> Ledger:
-    """The ledger of a ``log``-mode table: batches committed to the table (before it switched to
-    the log) and to its change log. The log's snapshot positions are the later ones."""
-    return Ledger(
-        files={**table_ledger.files, **log_ledger.files},
-        batch_ids=table_ledger.batch_ids | log_ledger.batch_ids,
-        snapshots={**table_ledger.snapshots, **log_ledger.snapshots},
+def state(spark: SparkSession, path: str, *, log_path: str | None = None) -> tuple[bool, Ledger]:
+    """Whether the table (or its change log at ``log_path``, for ``log``-mode tables) exists, and
+    the ledger of the batches committed to either. The log's snapshot positions are the later ones."""
+    exists = table_exists(spark, path)
+    found = ledger(spark, path) if exists else Ledger()
+    if log_path is None or not table_exists(spark, log_path):
+        return exists, found
+    logged = ledger(spark, log_path)
+    return True, Ledger(
+        files={**found.files, **logged.files},
+        batch_ids=found.batch_ids | logged.batch_ids,
+        snapshots={**found.snapshots, **logged.snapshots},
     )
+
+
+def last_batch(spark: SparkSession, path: str, *, log_path: str | None = None) -> int:
+    """The last batch number committed to the table or to its change log (0 when neither exists)."""
+    found = txn_version(spark, path) if table_exists(spark, path) else 0
+    if log_path is not None and table_exists(spark, log_path):
+        found = max(found, txn_version(spark, log_path))
+    return found
 
 
 def ledger(spark: SparkSession, path: str) -> Ledger:
