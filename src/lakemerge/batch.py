@@ -231,7 +231,7 @@ def plan_batch(
             latest = collapse(valid, key=table.key, sequence=table.sequence_columns, partial=partial)
             classified = classify(
                 latest,
-                stored,
+                log.with_file_column(stored) if table.log_mode and stored is not None else stored,
                 key=table.key,
                 sequence=table.sequence_columns,
                 partition_by=table.partition_by,

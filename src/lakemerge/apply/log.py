@@ -112,6 +112,14 @@ def read_merged(spark: SparkSession, table: TableConfig) -> DataFrame | None:
     return spark.sql(sql) if sql is not None else None
 
 
+def with_file_column(merged: DataFrame) -> DataFrame:
+    """The merged view with a null ``_metadata.file_path`` (classification asks where each stored
+    row lives, to count touched files; a log batch rewrites none)."""
+    from pyspark.sql import functions as F
+
+    return merged.withColumn("_metadata", F.struct(F.lit(None).cast("string").alias("file_path")))
+
+
 def register_view(spark: SparkSession, table: TableConfig, name: str | None = None) -> str:
     """Register the merged view as a temporary view (default name ``<table name>_merged``); its name."""
     view = name or f"{table.name}_merged"
