@@ -90,8 +90,7 @@ def merged_view_sql(spark: SparkSession, table: TableConfig) -> str | None:
 
     def side(types: dict[str, str], op: str, batch: str, path: str) -> str:
         cols = [
-            f"`{c}`" if c in types else f"CAST(NULL AS {table_types.get(c) or log_types[c]}) AS `{c}`"
-            for c in columns
+            f"`{c}`" if c in types else f"CAST(NULL AS {table_types.get(c) or log_types[c]}) AS `{c}`" for c in columns
         ]
         return f"SELECT {', '.join(cols)}, {op} AS {LOG_OP}, {batch} AS {LOG_BATCH} FROM delta.`{_quoted(path)}`"
 
