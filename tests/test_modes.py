@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import deltalake
+import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
@@ -68,7 +69,7 @@ def merged(spark: Any, table: lakemerge.TableConfig) -> list[dict[str, Any]]:
 def read_dv(path: str) -> list[dict[str, Any]]:
     """Rows of a table that may hold deletion vectors, read by delta-rs's query engine."""
     found = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(path)).execute("SELECT * FROM t")
-    return canonical([row for batch in found for row in batch.to_pylist()])
+    return canonical([row for batch in found for row in pa.record_batch(batch).to_pylist()])
 
 
 def live_deletion_vectors(path: str) -> int:
@@ -84,7 +85,12 @@ def live_deletion_vectors(path: str) -> int:
     return sum(1 for add in live.values() if add.get("deletionVector"))
 
 
-@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=2,
+    deadline=None,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(batches=change_sets)
 def test_log_view_and_deletion_vectors_match_copy_on_write_and_the_oracle(
     spark: Any, tmp_path: Path, batches: Any
