@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -137,4 +138,6 @@ def beeline(port: int, sql: str, *, work: Path) -> list[list[str]]:
     )  # fmt: skip
     if result.returncode != 0:
         raise RuntimeError(f"beeline failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
-    return [line.split("\t") for line in result.stdout.splitlines() if line.strip()]
+    # beeline echoes its prompt ("0: jdbc:hive2://...> ") before the first row of a result.
+    lines = (re.sub(r"^\d+: jdbc:\S*> ?", "", line) for line in result.stdout.splitlines())
+    return [line.split("\t") for line in lines if line.strip()]

@@ -72,6 +72,20 @@ def test_scd2_tables_get_a_view_of_their_current_rows(spark: Any, tmp_path: Path
     assert [tuple(r) for r in current] == expected
 
 
+def test_log_tables_get_a_merged_view_that_follows_the_log(spark: Any, tmp_path: Path) -> None:
+    name = unique("events")
+    table = a_table(tmp_path, "events", catalog_name=name, write_mode="log")
+    feed(tmp_path, "events", "c_1.csv", ["1,1,U,a", "2,1,U,b"])
+    lakemerge.apply_table(table, spark=spark)
+    feed(tmp_path, "events", "c_2.csv", ["1,2,U,a2", "2,2,D,", "3,1,U,c"])
+    lakemerge.apply_table(table, spark=spark)
+    merged = sorted(tuple(r) for r in spark.sql(f"SELECT id, seq, name FROM {name}_merged").collect())
+    assert merged == [(1, 2, "a2"), (3, 1, "c")]
+    expected = lakemerge.read_merged(spark, table)
+    assert expected is not None
+    assert merged == sorted(tuple(r) for r in expected.select("id", "seq", "name").collect())
+
+
 def test_a_name_held_by_another_table_is_refused_after_the_commit_stands(spark: Any, tmp_path: Path) -> None:
     name = unique("taken")
     first = a_table(tmp_path, "first", catalog_name=name)

@@ -6,6 +6,7 @@ from lakemerge.api import (
     apply,
     apply_table,
     changed_records,
+    compact,
     history,
     quarantine,
     read_current,
@@ -16,6 +17,7 @@ from lakemerge.api import (
     snapshot,
     vacuum,
 )
+from lakemerge.apply.log import merged_view_sql, read_merged, register_view
 from lakemerge.config.models import FeedConfig, GroupConfig, PipelineConfig, SparkSettings, TableConfig
 from lakemerge.config.pipeline_file import load_pipeline
 from lakemerge.config.properties_file import load_properties
@@ -29,7 +31,7 @@ from lakemerge.errors import (
     TableError,
 )
 from lakemerge.groups import GroupPoint
-from lakemerge.results import AppliedFile, BatchMetrics, BatchResult, CommitInfo, TableSummary
+from lakemerge.results import AppliedFile, BatchMetrics, BatchResult, CommitInfo, CompactionResult, TableSummary
 from lakemerge.spark import get_spark
 from lakemerge.table.catalog import Registered
 from lakemerge.table.quarantine import QuarantinedRow
@@ -44,6 +46,7 @@ __all__ = [
     "BatchMetrics",
     "BatchResult",
     "CommitInfo",
+    "CompactionResult",
     "ConfigError",
     "ConflictError",
     "FeedConfig",
@@ -65,13 +68,17 @@ __all__ = [
     "apply",
     "apply_table",
     "changed_records",
+    "compact",
     "get_spark",
     "history",
     "load_pipeline",
     "load_properties",
+    "merged_view_sql",
     "quarantine",
     "read_current",
+    "read_merged",
     "register",
+    "register_view",
     "rollback",
     "run",
     "show",

@@ -15,10 +15,10 @@ from lakemerge.config.models import PipelineConfig, SparkSettings, TableConfig
 from lakemerge.config.pipeline_file import load_pipeline
 from lakemerge.groups import GroupPoint
 from lakemerge.groups import snapshot as group_snapshot
-from lakemerge.results import BatchResult, CommitInfo, TableSummary
+from lakemerge.results import BatchResult, CommitInfo, CompactionResult, TableSummary
 from lakemerge.run import run_pipeline
 from lakemerge.spark import get_spark
-from lakemerge.table import inspect
+from lakemerge.table import inspect, maintenance
 from lakemerge.table.catalog import Registered, register_tables
 from lakemerge.table.quarantine import QuarantinedRow, list_quarantine
 from lakemerge.table.rollback import RollbackResult
@@ -155,10 +155,33 @@ def vacuum(
     return vacuum_table(spark or get_spark(SparkSettings()), table, retain_hours=retain_hours, now_ms=now_ms)
 
 
+def compact(
+    pipeline: PipelineConfig | str | os.PathLike[str],
+    *,
+    tables: Sequence[str] | None = None,
+    spark: SparkSession | None = None,
+) -> list[CompactionResult]:
+    """Compact the pipeline's tables (or the named ones): fold ``log`` tables' change logs,
+    bin-pack and cluster by key, purge deletion vectors (docs/modes.md)."""
+    config, chosen = _tables(pipeline, tables)
+    session = spark or get_spark(config.spark)
+    return [maintenance.compact(t, spark=session) for t in chosen]
+
+
 def read_current(spark: SparkSession, table: TableConfig) -> DataFrame:
     """The table's current rows as a DataFrame: for SCD2 tables the rows with ``__current``, without
-    the history columns; for other tables the table itself."""
+    the history columns; for ``log`` tables the merged view over table and change log; for other
+    tables the table itself."""
+    from lakemerge.apply.log import read_merged
     from lakemerge.apply.scd2 import current
+
+    if table.log_mode:
+        merged = read_merged(spark, table)
+        if merged is None:
+            from lakemerge.errors import TableError
+
+            raise TableError(f"table '{table.name}' has neither a Delta table nor a change log at {table.path}")
+        return merged
 
     frame = spark.read.format("delta").load(table.path)
     return current(frame) if table.scd2 else frame

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from lakemerge.apply import Outcome, classify, scd2, write_changes
+from lakemerge.apply import Outcome, classify, log, scd2, write_changes
 from lakemerge.apply.prune import KeyRanges, key_ranges
 from lakemerge.changes import collapse, normalize
 from lakemerge.changes.normalize import ChangeSet, first_bad_row
@@ -25,7 +25,7 @@ from lakemerge.feeds import FeedFile, list_feed_files, read_feed
 from lakemerge.feeds import columns as C
 from lakemerge.results import AppliedFile, BatchMetrics, BatchResult
 from lakemerge.spark.errors import first_line, translate
-from lakemerge.table import delta, quarantine, tombstones
+from lakemerge.table import delta, maintenance, quarantine, tombstones
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -92,8 +92,7 @@ def select_files(spark: SparkSession, table: TableConfig, inputs: Sequence[str] 
     """The batch's files: pending files of each feed in turn, each feed's in file order, up to the
     table's batch limits (at least one file); a snapshot feed contributes its oldest pending
     snapshot only. ``inputs`` replaces the first feed's location."""
-    exists = delta.table_exists(spark, table.path)
-    ledger = delta.ledger(spark, table.path) if exists else delta.Ledger()
+    exists, ledger = delta.state(spark, table.path, log_path=table.log_table if table.log_mode else None)
     pending: list[tuple[int, FeedFile]] = []
     skipped: list[str] = []
     snapshots: dict[int, Pending] = {}
@@ -153,7 +152,7 @@ def plan_batch(
     if not chosen:
         return NothingPending(skipped)
     files = [f for _, f in chosen]
-    txn = delta.txn_version(spark, table.path) if exists else 0
+    txn = delta.last_batch(spark, table.path, log_path=table.log_table if table.log_mode else None)
     try:
         changes = _read_changes(spark, table, chosen, batch_number=txn + 1)
     except Exception as exc:
@@ -184,7 +183,9 @@ def plan_batch(
         valid = frame.filter(F.col(C.ERROR).isNull() & (F.col(C.OP) != "N"))
         stored = None
         if exists:
-            stored = spark.read.format("delta").load(table.path)
+            # In log mode the stored state is the merged view, so late/tombstone/partial rules hold.
+            stored = log.read_merged(spark, table) if table.log_mode else spark.read.format("delta").load(table.path)
+            assert stored is not None
             _check_table_columns(table, stored.columns)
             valid = delta.conform(
                 valid,
@@ -192,7 +193,7 @@ def plan_batch(
                 changes.data_columns,
                 feed=", ".join(loc for feed in table.feeds for loc in feed.location),
                 date_to_timestamp=table.widen_date_to_timestamp,
-                table_widens=delta.type_widening_enabled(spark, table.path),
+                table_widens=not table.log_mode and delta.type_widening_enabled(spark, table.path),
             )
         truncate = _truncate(table, valid, stored) if any(f.truncate_codes for f in table.feeds) else Truncate()
         if truncate.before is not None:
@@ -236,6 +237,8 @@ def plan_batch(
             if stored is not None and truncate.before is None and not selection.snapshots:
                 ranges = key_ranges(valid, table.key)
             candidates = stored.filter(ranges.predicate()) if stored is not None and ranges is not None else stored
+            if table.log_mode and candidates is not None:
+                candidates = log.with_file_column(candidates)
             classified = classify(
                 latest,
                 candidates,
@@ -349,6 +352,15 @@ def commit_batch(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
                 writes=plan.writes or 0,
                 txn_version=plan.txn_version,
             )
+        elif plan.table.log_mode:
+            log.append(
+                spark,
+                plan.table,
+                plan.classified,
+                data_columns=plan.data_columns,
+                partial=plan.partial,
+                txn_version=plan.txn_version,
+            )
         else:
             write_changes(
                 spark,
@@ -362,7 +374,8 @@ def commit_batch(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
                 txn_version=plan.txn_version,
                 ranges=plan.ranges,
             )
-    found = delta.find_commit(spark, plan.table.path, plan.batch_id)
+    target = plan.table.log_table if plan.table.log_mode else plan.table.path
+    found = delta.find_commit(spark, target, plan.batch_id)
     if found is None:
         raise _Superseded()
     version, op_metrics = found
@@ -475,9 +488,12 @@ def _attempt(
     if isinstance(plan, NothingPending):
         return _nothing(table, plan.skipped, started)
     try:
-        return preview(plan, spark=spark) if dry_run else commit_batch(plan, spark=spark)
+        result = preview(plan, spark=spark) if dry_run else commit_batch(plan, spark=spark)
     finally:
         plan.release()
+    if not dry_run and maintenance.compaction_due(spark, table, batch=plan.txn_version):
+        result = replace(result, compaction=maintenance.compact(table, spark=spark))
+    return result
 
 
 def preview(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:

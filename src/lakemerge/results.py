@@ -62,6 +62,40 @@ class BatchMetrics:
 
 
 @dataclass(frozen=True)
+class CompactionResult:
+    """What one ``lakemerge compact`` (or automatic compaction) did to one table.
+
+    Attributes:
+        table / path: the table.
+        log_batches_folded: log batches folded into the table by this compaction (``log`` mode).
+        log_rows_folded: log rows read for folding; ``log_rows_deleted`` removed from the log after.
+        version: the table version of the fold commit, when there was one.
+        files_removed / files_added / bytes_removed / bytes_added: OPTIMIZE's bin-packing metrics.
+        deletion_vectors_purged: whether REORG ... APPLY (PURGE) ran (``deletion_vectors`` mode).
+        clustering: ``none``, ``zorder`` or ``liquid``.
+        seconds: wall time.
+    """
+
+    table: str
+    path: str
+    log_batches_folded: int = 0
+    log_rows_folded: int = 0
+    log_rows_deleted: int = 0
+    version: int | None = None
+    files_removed: int = 0
+    files_added: int = 0
+    bytes_removed: int = 0
+    bytes_added: int = 0
+    deletion_vectors_purged: bool = False
+    clustering: str = "none"
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready form (the CLI's ``--json`` output)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class BatchResult:
     """What applying one batch to one table did.
 
@@ -96,6 +130,7 @@ class BatchResult:
     dry_run: bool = False
     files_touched: int | None = None
     partitions_touched: int | None = None
+    compaction: CompactionResult | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready form (the CLI's ``--json`` output)."""

@@ -50,6 +50,8 @@ def write_changes(
             *[F.col(f"`{c}`") for c in data_columns]
         )
         writer = inserts.write.format("delta").mode("append")
+        if table.write_mode == "deletion_vectors":
+            writer = writer.option("delta.enableDeletionVectors", "true")
         if table.partition_by:
             writer = writer.partitionBy(*table.partition_by)
         writer.save(table.path)

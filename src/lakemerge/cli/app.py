@@ -411,6 +411,34 @@ def conf(
 
 @app.command()
 @_handled
+def compact(
+    pipeline: Annotated[Path, typer.Argument(help="The pipeline file.")],
+    table: Annotated[list[str] | None, typer.Option("--table", "-t", help="Tables to compact (default: all).")] = None,
+    master: MasterOpt = None,
+    json_out: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Fold log tables' change logs into the tables, bin-pack and cluster by key, purge deletion vectors."""
+    from lakemerge.config.pipeline_file import load_pipeline
+    from lakemerge.table.maintenance import compact as compact_table
+
+    config = load_pipeline(pipeline)
+    chosen = [config.table(n) for n in table] if table else list(config.tables.values())
+    spark = _spark(master, verbose, config.spark)
+    results = [compact_table(one, spark=spark) for one in chosen]
+    if json_out:
+        output.emit_json({"tables": [r.to_dict() for r in results]})
+        return
+    for r in results:
+        folded = f"{r.log_batches_folded} log batches ({r.log_rows_folded} rows) folded, " if r.log_rows_folded else ""
+        output.out.print(
+            f"[bold]{r.table}[/]: {folded}{r.files_removed} files rewritten into {r.files_added}"
+            f"{', deletion vectors purged' if r.deletion_vectors_purged else ''} ({r.seconds:.1f} s)"
+        )
+
+
+@app.command()
+@_handled
 def quarantine(
     target: Annotated[str, typer.Argument(help="PIPELINE.toml with --table NAME, or the table's path.")],
     table: Annotated[str | None, typer.Option("--table", "-t", help="With a pipeline: the table.")] = None,

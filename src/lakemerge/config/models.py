@@ -21,6 +21,8 @@ FileOrder = Literal["name", "name_number", "mtime"]
 SnapshotOrder = Literal["name_number", "mtime", "column"]
 SnapshotScope = Literal["table", "partitions"]
 History = Literal["latest", "scd2"]
+WriteMode = Literal["copy_on_write", "deletion_vectors", "log"]
+Clustering = Literal["none", "zorder", "liquid"]
 Catalog = Literal["in-memory", "hive"]
 
 #: A catalog object name: ``table`` or ``database.table``.
@@ -320,6 +322,16 @@ class TableConfig(_Model):
             than the delete cannot bring the record back (PRODUCT.md §Semantics 1).
         tombstone_path: where tombstones are kept, a Delta table beside the table (default: the
             table's path + ``__tombstones``).
+        write_mode: how batches reach the table (docs/modes.md): ``copy_on_write`` (Delta MERGE
+            rewriting the files it touches), ``deletion_vectors`` (MERGE marking rows in deletion
+            vectors instead of rewriting files), or ``log`` (each batch appended to a change-log
+            table beside the table, ``<path>__log``; read the merged view, fold with compaction).
+        clustering: how ``lakemerge compact`` lays out the table by key: ``none`` (bin-packing
+            only), ``zorder`` (OPTIMIZE ZORDER BY the key) or ``liquid`` (Delta liquid clustering
+            by the key; unpartitioned tables only).
+        compact_after_batches: compact automatically after every N-th batch (``None``: never).
+        compact_after_log_rows: in ``log`` mode, compact automatically once the log holds at least
+            this many rows (``None``: never).
         tombstone_retention_days: ``lakemerge vacuum`` removes tombstones older than this (wall
             time since the batch that wrote them). Until then every tombstone is honoured.
         catalog_name: the name (``table`` or ``database.table``) under which the table is
@@ -347,6 +359,10 @@ class TableConfig(_Model):
     tombstones: bool = True
     tombstone_path: str | None = None
     tombstone_retention_days: float = Field(default=7.0, ge=0)
+    write_mode: WriteMode = "copy_on_write"
+    clustering: Clustering = "none"
+    compact_after_batches: int | None = Field(default=None, ge=1)
+    compact_after_log_rows: int | None = Field(default=None, ge=1)
     catalog_name: str | None = None
 
     @field_validator("catalog_name")
@@ -396,6 +412,7 @@ class TableConfig(_Model):
         if dropped:
             raise ValueError(f"key, sequence and partition columns cannot be dropped: {dropped}")
         self._check_history()
+        self._check_mode()
         if sum(feed.snapshot for feed in self.feeds) > 1:
             raise ValueError("a table can have at most one full-snapshot feed (snapshot = true)")
         for feed in self.feeds:
@@ -426,6 +443,23 @@ class TableConfig(_Model):
                 "history = 'scd2' does not support truncate codes: a truncate would have to close every "
                 "version at once; send deletes (or a full snapshot feed) instead"
             )
+
+    def _check_mode(self) -> None:
+        if self.write_mode == "log":
+            if self.scd2:
+                raise ValueError(
+                    "write_mode = 'log' cannot be combined with history = 'scd2': SCD type 2 rewrites closed "
+                    "versions in place; use copy_on_write or deletion_vectors for history tables"
+                )
+            if any(f.truncate_codes for f in self.feeds):
+                raise ValueError(
+                    "write_mode = 'log' does not support truncate codes (the merged view cannot express a "
+                    "truncate); use copy_on_write or deletion_vectors, or send deletes"
+                )
+        elif self.compact_after_log_rows is not None:
+            raise ValueError("compact_after_log_rows needs write_mode = 'log'")
+        if self.clustering == "liquid" and self.partition_by:
+            raise ValueError("clustering = 'liquid' cannot be used with partition_by (Delta forbids both)")
 
     @field_validator("quarantine_path", "tombstone_path")
     @classmethod
@@ -458,6 +492,16 @@ class TableConfig(_Model):
     def tombstone_table(self) -> str:
         """Where this table's tombstones are kept."""
         return self.tombstone_path or f"{self.path.rstrip('/')}__tombstones"
+
+    @property
+    def log_table(self) -> str:
+        """Where a ``log``-mode table's change log is kept: the table's path + ``__log``."""
+        return f"{self.path.rstrip('/')}__log"
+
+    @property
+    def log_mode(self) -> bool:
+        """Whether batches go to the change log (``write_mode = 'log'``)."""
+        return self.write_mode == "log"
 
     @property
     def scd2(self) -> bool:

@@ -6,7 +6,8 @@ The catalog only points at the table's location: the Delta log stays the truth, 
 table always shows its latest commit.
 
 Views come from hooks, one per kind of table: SCD type 2 tables get ``<name>_current``, their
-current rows. Other table kinds add theirs with :func:`add_view_hook`.
+current rows; ``log`` tables get ``<name>_merged``, the table with its change log applied (the
+table's own name shows it as of the last compaction). Add others with :func:`add_view_hook`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 #: A view hook: for a table registered under ``name``, the views to create as (view name, SELECT).
-ViewHook = Callable[[TableConfig, str], Sequence[tuple[str, str]]]
+ViewHook = Callable[["SparkSession", TableConfig, str], Sequence[tuple[str, str]]]
 
 
 @dataclass(frozen=True)
@@ -45,13 +46,24 @@ class Registered:
     views: tuple[str, ...]
 
 
-def _current_rows(table: TableConfig, name: str) -> Sequence[tuple[str, str]]:
+def _current_rows(spark: SparkSession, table: TableConfig, name: str) -> Sequence[tuple[str, str]]:
     if not table.scd2:
         return ()
     return ((f"{name}_current", f"SELECT * FROM {_quoted(name)} WHERE `{CURRENT}`"),)
 
 
-_HOOKS: list[ViewHook] = [_current_rows]
+def _merged(spark: SparkSession, table: TableConfig, name: str) -> Sequence[tuple[str, str]]:
+    """Log tables: ``<name>_merged``, the table with its change log applied (docs/modes.md). Its
+    columns are fixed when it is created; each batch recreates it, following new columns."""
+    from lakemerge.apply.log import merged_view_sql
+
+    if not table.log_mode:
+        return ()
+    sql = merged_view_sql(spark, table)
+    return ((f"{name}_merged", sql),) if sql is not None else ()
+
+
+_HOOKS: list[ViewHook] = [_current_rows, _merged]
 
 
 def add_view_hook(hook: ViewHook) -> None:
@@ -60,9 +72,9 @@ def add_view_hook(hook: ViewHook) -> None:
         _HOOKS.append(hook)
 
 
-def views_of(table: TableConfig, name: str) -> list[tuple[str, str]]:
+def views_of(spark: SparkSession, table: TableConfig, name: str) -> list[tuple[str, str]]:
     """The views every hook asks for beside ``table`` registered as ``name``."""
-    return [view for hook in _HOOKS for view in hook(table, name)]
+    return [view for hook in _HOOKS for view in hook(spark, table, name)]
 
 
 def catalog_name(table: TableConfig) -> str:
@@ -81,13 +93,16 @@ def register(spark: SparkSession, table: TableConfig) -> Registered:
     from pyspark.errors import AnalysisException
 
     name = catalog_name(table)
-    if not table_exists(spark, table.path):
+    has_table = table_exists(spark, table.path)
+    if not has_table and not (table.log_mode and table_exists(spark, table.log_table)):
         raise TableError(f"{table.path}: no Delta table to register as {name} yet (apply a batch first)")
     database = name.split(".", 1)[0]
     location = _qualified(spark, table.path)
     spark.sql(f"CREATE DATABASE IF NOT EXISTS `{database}`")
     created = False
-    if spark.catalog.tableExists(name):
+    if not has_table:
+        pass  # a log table before its first compaction: only its merged view can be registered
+    elif spark.catalog.tableExists(name):
         held = _location_of(spark, name)
         if held is None or held.rstrip("/") != location.rstrip("/"):
             raise ConfigError(
@@ -103,15 +118,19 @@ def register(spark: SparkSession, table: TableConfig) -> Registered:
             if "already exists" not in str(exc).lower():  # a concurrent writer registered it first
                 raise
     views = []
-    for view, select in views_of(table, name):
+    for view, select in views_of(spark, table, name):
         spark.sql(f"CREATE OR REPLACE VIEW {_quoted(view)} AS {select}")
         views.append(view)
     return Registered(table=table.name, name=name, location=location, created=created, views=tuple(views))
 
 
 def register_tables(spark: SparkSession, tables: Sequence[TableConfig]) -> list[Registered]:
-    """Register each table that exists; a table not yet created is skipped."""
-    return [register(spark, t) for t in tables if table_exists(spark, t.path)]
+    """Register each table that exists (or has a change log); a table not yet created is skipped."""
+    return [
+        register(spark, t)
+        for t in tables
+        if table_exists(spark, t.path) or (t.log_mode and table_exists(spark, t.log_table))
+    ]
 
 
 def _location_of(spark: SparkSession, name: str) -> str | None:

@@ -145,13 +145,15 @@ def type_widening_enabled(spark: SparkSession, path: str) -> bool:
 
 
 @contextlib.contextmanager
-def commit_record(spark: SparkSession, record: dict[str, Any], *, txn_version: int | None) -> Iterator[None]:
+def commit_record(
+    spark: SparkSession, record: dict[str, Any], *, txn_version: int | None, app_id: str = TXN_APP_ID
+) -> Iterator[None]:
     """Attach ``record`` to the Delta commit made inside the block, as userMetadata, and (unless
     ``txn_version`` is None) make the commit idempotent under lakemerge's transaction identifier."""
     conf = spark.conf
     settings = {_USER_METADATA: json.dumps({"lakemerge": RECORD_VERSION, **record}, separators=(",", ":"))}
     if txn_version is not None:
-        settings.update({_TXN_APP_ID: TXN_APP_ID, _TXN_VERSION: str(txn_version)})
+        settings.update({_TXN_APP_ID: app_id, _TXN_VERSION: str(txn_version)})
     previous = {key: conf.get(key, None) for key in settings}
     for key, value in settings.items():
         conf.set(key, value)
@@ -165,14 +167,14 @@ def commit_record(spark: SparkSession, record: dict[str, Any], *, txn_version: i
                 conf.set(key, old)
 
 
-def txn_version(spark: SparkSession, path: str) -> int:
+def txn_version(spark: SparkSession, path: str, app_id: str = TXN_APP_ID) -> int:
     """The last batch number committed to the table under lakemerge's transaction identifier
     (0 for a new table). Read from Delta's snapshot state, which keeps it across log cleanup."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
     snapshot = delta_log.update(False, jvm.scala.Option.empty(), jvm.scala.Option.empty())
-    found = snapshot.transactions().get(TXN_APP_ID)
+    found = snapshot.transactions().get(app_id)
     return int(found.get()) if found.isDefined() else 0
 
 
@@ -215,6 +217,29 @@ class Ledger:
     files: dict[str, tuple[AppliedFile, int]] = field(default_factory=dict)
     batch_ids: set[str] = field(default_factory=set)
     snapshots: dict[int, list[Any]] = field(default_factory=dict)
+
+
+def state(spark: SparkSession, path: str, *, log_path: str | None = None) -> tuple[bool, Ledger]:
+    """Whether the table (or its change log at ``log_path``, for ``log``-mode tables) exists, and
+    the ledger of the batches committed to either. The log's snapshot positions are the later ones."""
+    exists = table_exists(spark, path)
+    found = ledger(spark, path) if exists else Ledger()
+    if log_path is None or not table_exists(spark, log_path):
+        return exists, found
+    logged = ledger(spark, log_path)
+    return True, Ledger(
+        files={**found.files, **logged.files},
+        batch_ids=found.batch_ids | logged.batch_ids,
+        snapshots={**found.snapshots, **logged.snapshots},
+    )
+
+
+def last_batch(spark: SparkSession, path: str, *, log_path: str | None = None) -> int:
+    """The last batch number committed to the table or to its change log (0 when neither exists)."""
+    found = txn_version(spark, path) if table_exists(spark, path) else 0
+    if log_path is not None and table_exists(spark, log_path):
+        found = max(found, txn_version(spark, log_path))
+    return found
 
 
 def ledger(spark: SparkSession, path: str) -> Ledger:

@@ -59,6 +59,11 @@ def rollback(
         TableError: no Delta table at ``path``.
     """
     require_table(spark, path)
+    if delta.table_exists(spark, f"{path.rstrip('/')}__log"):
+        raise ConfigError(
+            f"{path} has a change log ({path.rstrip('/')}__log, write_mode = 'log'): rolling back the table alone "
+            "would not undo batches still in the log; rollback is not supported for log-mode tables"
+        )
     if (to_version is None) == (to_timestamp is None):
         raise ConfigError("give exactly one of --to-version and --to-timestamp")
     rows = delta.history_rows(spark, path)

@@ -1,0 +1,135 @@
+"""``write_mode = 'log'``: batches appended to a change log beside the table, read through a merged view.
+
+The log (``<table path>__log``) holds, per batch, one row per key the batch writes: the record as
+copy-on-write would store it after the batch (partial updates already folded against the merged
+state, table columns missing from the feed carried over), or the key of a delete, with the batch
+number (``_lm_batch``) and the operation (``_lm_op``: ``U`` or ``D``).
+
+The merged view is, per key, the row of the greatest batch over the table (batch 0) and the log,
+kept when it is an upsert. A log row that compaction already folded into the table equals the
+table's row, so the view needs no watermark: it is the same before, during and after compaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from lakemerge.apply.classify import WRITES
+from lakemerge.config.models import TableConfig
+from lakemerge.feeds import columns as C
+from lakemerge.table import delta
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+#: Columns of the log table beside the data columns.
+LOG_OP, LOG_BATCH = C.OP, "_lm_batch"
+_RANK = "_lm_rank"
+
+
+def append(
+    spark: SparkSession,
+    table: TableConfig,
+    classified: DataFrame,
+    *,
+    data_columns: Sequence[str],
+    partial: Sequence[str],
+    txn_version: int,
+) -> None:
+    """Append the batch's writes to the log in one commit (an empty append when it writes nothing,
+    so that the batch's record exists). Call inside :func:`delta.commit_record`."""
+    from pyspark.sql import functions as F
+
+    extra = [F.col(C.AFTER_DELETE)] if partial else []
+    rows = classified.filter(F.col(C.OUTCOME).isin([o.value for o in WRITES])).select(
+        *[F.col(f"`{c}`") for c in data_columns], F.col(C.OP), *extra
+    )
+    stored = read_merged(spark, table)
+    missing = [c for c in stored.columns if c not in data_columns] if stored is not None else []
+    if stored is not None and (partial or missing):
+        s, t = rows.alias("s"), stored.alias("t")
+        on = [F.col(f"s.`{k}`") == F.col(f"t.`{k}`") for k in table.key]
+        folded = []
+        for c in data_columns:
+            if c in partial and c in stored.columns:
+                value = F.when(F.col(f"s.{C.AFTER_DELETE}"), F.col(f"s.`{c}`")).otherwise(
+                    F.coalesce(F.col(f"s.`{c}`"), F.col(f"t.`{c}`"))
+                )
+                folded.append(value.alias(c))
+            else:
+                folded.append(F.col(f"s.`{c}`").alias(c))
+        rows = s.join(t, on, "left").select(
+            *folded, *[F.col(f"t.`{c}`").alias(c) for c in missing], F.col(f"s.{C.OP}").alias(C.OP)
+        )
+    else:
+        rows = rows.drop(*[C.AFTER_DELETE] if partial else [])
+    rows = rows.withColumn(LOG_BATCH, F.lit(txn_version).cast("bigint"))
+    rows.write.format("delta").mode("append").option("mergeSchema", "true").save(table.log_table)
+
+
+def log_exists(spark: SparkSession, table: TableConfig) -> bool:
+    """Whether the table's change log exists."""
+    return delta.table_exists(spark, table.log_table)
+
+
+def merged_view_sql(spark: SparkSession, table: TableConfig) -> str | None:
+    """The SQL of the merged view over the table and its log as their schemas are now (``None``
+    when neither exists). Usable for a temporary or a persistent view; recreate it after the
+    schema gains columns."""
+    table_exists = delta.table_exists(spark, table.path)
+    has_log = log_exists(spark, table)
+    if not has_log:
+        return f"SELECT * FROM delta.`{_quoted(table.path)}`" if table_exists else None
+    log_schema = spark.read.format("delta").load(table.log_table).schema
+    log_types = {f.name: f.dataType.simpleString() for f in log_schema.fields if f.name not in (LOG_OP, LOG_BATCH)}
+    table_types: dict[str, str] = {}
+    if table_exists:
+        table_types = {f.name: f.dataType.simpleString() for f in spark.read.format("delta").load(table.path).schema}
+    columns = [*table_types, *[c for c in log_types if c not in table_types]]
+
+    def side(types: dict[str, str], op: str, batch: str, path: str) -> str:
+        cols = [
+            f"`{c}`" if c in types else f"CAST(NULL AS {table_types.get(c) or log_types[c]}) AS `{c}`" for c in columns
+        ]
+        return f"SELECT {', '.join(cols)}, {op} AS {LOG_OP}, {batch} AS {LOG_BATCH} FROM delta.`{_quoted(path)}`"
+
+    parts = [side(log_types, LOG_OP, f"CAST({LOG_BATCH} AS BIGINT)", table.log_table)]
+    if table_exists:
+        parts.insert(0, side(table_types, "'U'", "CAST(0 AS BIGINT)", table.path))
+    keys = ", ".join(f"`{k}`" for k in table.key)
+    listed = ", ".join(f"`{c}`" for c in columns)
+    return (
+        f"SELECT {listed} FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY {keys} ORDER BY {LOG_BATCH} DESC) "
+        f"AS {_RANK} FROM ({' UNION ALL '.join(parts)})) WHERE {_RANK} = 1 AND {LOG_OP} = 'U'"
+    )
+
+
+def read_merged(spark: SparkSession, table: TableConfig) -> DataFrame | None:
+    """What copy-on-write would hold now: the table with its log applied (``None`` when neither exists)."""
+    sql = merged_view_sql(spark, table)
+    return spark.sql(sql) if sql is not None else None
+
+
+def with_file_column(merged: DataFrame) -> DataFrame:
+    """The merged view with a null ``_metadata.file_path`` (classification asks where each stored
+    row lives, to count touched files; a log batch rewrites none)."""
+    from pyspark.sql import functions as F
+
+    return merged.withColumn("_metadata", F.struct(F.lit(None).cast("string").alias("file_path")))
+
+
+def register_view(spark: SparkSession, table: TableConfig, name: str | None = None) -> str:
+    """Register the merged view as a temporary view (default name ``<table name>_merged``); its name."""
+    view = name or f"{table.name}_merged"
+    sql = merged_view_sql(spark, table)
+    if sql is None:
+        from lakemerge.errors import TableError
+
+        raise TableError(f"table '{table.name}' has neither a Delta table nor a change log at {table.path}")
+    spark.sql(sql).createOrReplaceTempView(view)
+    return view
+
+
+def _quoted(path: str) -> str:
+    return path.replace("`", "``")

@@ -1,0 +1,147 @@
+"""``lakemerge compact``: fold a ``log`` table's change log into the table, bin-pack, cluster by
+key, purge deletion vectors (docs/modes.md §Compaction).
+
+Folding is crash-safe for readers of the merged view: the log rows up to the last batch (the
+watermark) are MERGEd into the table in one commit made idempotent under the transaction id
+``lakemerge.compact`` with the watermark as its version, so a rerun skips a fold already made. Only
+then are the folded rows deleted from the log. The view prefers log rows over table rows and a
+folded log row equals what the fold wrote, so the view returns the same rows at every step.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from lakemerge.apply import log
+from lakemerge.config.models import TableConfig
+from lakemerge.results import CompactionResult
+from lakemerge.table import delta
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+#: Delta transaction id under which folds are committed; its version is the last log batch folded.
+COMPACT_APP_ID = "lakemerge.compact"
+
+#: Tests set this to simulate a crash between the fold commit and the log cleanup.
+after_fold: Callable[[], None] | None = None
+
+
+def compaction_due(spark: SparkSession, table: TableConfig, *, batch: int) -> bool:
+    """Whether automatic compaction should run after batch number ``batch``."""
+    if table.compact_after_batches is not None and batch % table.compact_after_batches == 0:
+        return True
+    if table.log_mode and table.compact_after_log_rows is not None and log.log_exists(spark, table):
+        return spark.read.format("delta").load(table.log_table).count() >= table.compact_after_log_rows
+    return False
+
+
+def compact(table: TableConfig, *, spark: SparkSession) -> CompactionResult:
+    """Fold the change log (``log`` mode), then bin-pack (and cluster by key), then purge deletion
+    vectors (``deletion_vectors`` mode). Returns what was done."""
+    started = time.monotonic()
+    folded: dict[str, Any] = {}
+    if table.log_mode and log.log_exists(spark, table):
+        folded = _fold(spark, table)
+    optimized: dict[str, int] = {}
+    purged = False
+    if delta.table_exists(spark, table.path):
+        optimized = _optimize(spark, table)
+        if table.write_mode == "deletion_vectors":
+            spark.sql(f"REORG TABLE delta.`{_quoted(table.path)}` APPLY (PURGE)")
+            purged = True
+    return CompactionResult(
+        table=table.name,
+        path=table.path,
+        **folded,
+        **optimized,
+        deletion_vectors_purged=purged,
+        clustering=table.clustering,
+        seconds=round(time.monotonic() - started, 3),
+    )
+
+
+def _fold(spark: SparkSession, table: TableConfig) -> dict[str, Any]:
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    exists = delta.table_exists(spark, table.path)
+    done = delta.txn_version(spark, table.path, COMPACT_APP_ID) if exists else 0
+    upto = delta.txn_version(spark, table.log_table)
+    entries = spark.read.format("delta").load(table.log_table)
+    result: dict[str, Any] = {}
+    if upto > done:
+        pending = entries.filter((F.col(log.LOG_BATCH) > done) & (F.col(log.LOG_BATCH) <= upto))
+        order = Window.partitionBy(*[F.col(f"`{k}`") for k in table.key]).orderBy(F.col(log.LOG_BATCH).desc())
+        latest = pending.withColumn("_lm_rank", F.row_number().over(order)).filter(F.col("_lm_rank") == 1)
+        latest = latest.drop("_lm_rank").persist()
+        try:
+            rows = latest.count()
+            record = {"compaction": {"log_batches": [done + 1, upto], "log_rows": rows}}
+            with delta.commit_record(spark, record, txn_version=upto, app_id=COMPACT_APP_ID):
+                _merge(spark, table, latest, exists=exists)
+        finally:
+            latest.unpersist()
+        result = {"log_batches_folded": upto - done, "log_rows_folded": rows}
+        found = delta.history_rows(spark, table.path, limit=1)
+        result["version"] = int(found[0]["version"]) if found else None
+        done = upto
+    if after_fold is not None:
+        after_fold()
+    stale = entries.filter(F.col(log.LOG_BATCH) <= done).count()
+    if stale:
+        spark.sql(f"DELETE FROM delta.`{_quoted(table.log_table)}` WHERE {log.LOG_BATCH} <= {done}")
+    result["log_rows_deleted"] = stale
+    return result
+
+
+def _merge(spark: SparkSession, table: TableConfig, latest: DataFrame, *, exists: bool) -> None:
+    from pyspark.sql import functions as F
+
+    columns = [c for c in latest.columns if c not in (log.LOG_OP, log.LOG_BATCH)]
+    if not exists:
+        writer = latest.filter(F.col(log.LOG_OP) == "U").select(*[F.col(f"`{c}`") for c in columns]).write
+        writer = writer.format("delta").mode("append")
+        if table.partition_by:
+            writer = writer.partitionBy(*table.partition_by)
+        writer.save(table.path)
+        return
+    from delta.tables import DeltaTable
+
+    values = {f"`{c}`": F.col(f"s.`{c}`") for c in columns}
+    on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in table.key)
+    (
+        DeltaTable.forPath(spark, table.path)
+        .alias("t")
+        .merge(latest.alias("s"), on)
+        .withSchemaEvolution()
+        .whenMatchedDelete(condition=f"s.{log.LOG_OP} = 'D'")
+        .whenMatchedUpdate(set=values)  # type: ignore[arg-type]
+        .whenNotMatchedInsert(condition=f"s.{log.LOG_OP} = 'U'", values=values)  # type: ignore[arg-type]
+        .execute()
+    )
+
+
+def _optimize(spark: SparkSession, table: TableConfig) -> dict[str, int]:
+    """OPTIMIZE the table (ZORDER BY, or liquid clustering by, the key when configured)."""
+    path = f"delta.`{_quoted(table.path)}`"
+    keys = [k for k in table.key if k not in table.partition_by]
+    listed = ", ".join(f"`{k}`" for k in keys)
+    statement = f"OPTIMIZE {path}"
+    if table.clustering == "zorder" and keys:
+        statement += f" ZORDER BY ({listed})"
+    elif table.clustering == "liquid":
+        spark.sql(f"ALTER TABLE {path} CLUSTER BY ({listed})")
+    row = spark.sql(statement).select("metrics.*").collect()[0]
+    return {
+        "files_added": int(row["numFilesAdded"] or 0),
+        "files_removed": int(row["numFilesRemoved"] or 0),
+        "bytes_added": int(row["filesAdded"]["totalSize"] or 0),
+        "bytes_removed": int(row["filesRemoved"]["totalSize"] or 0),
+    }
+
+
+def _quoted(path: str) -> str:
+    return path.replace("`", "``")

@@ -1,0 +1,217 @@
+"""Write modes (docs/modes.md): the ``log`` table's merged view equals the oracle and a
+copy-on-write table fed the same batches, before and after compaction and across a compaction
+that fails between its steps; deletion-vector tables read back with delta-rs and Spark and lose
+their deletion vectors when compacted; config errors; the CLI's compact."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import deltalake
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+import lakemerge
+from lakemerge.config.loading import validate
+from lakemerge.table import maintenance
+from tests.helpers import read_table, write_lines
+from tests.oracle import Oracle
+
+COLUMNS = ["k", "seq", "a", "b"]
+SCHEMA = "k INT, seq BIGINT, op STRING, a STRING, b STRING"
+counter = itertools.count()
+value = st.one_of(st.none(), st.sampled_from(["p", "q"]))
+change = st.fixed_dictionaries(
+    {"k": st.integers(0, 4), "seq": st.integers(0, 5), "op": st.sampled_from(["U", "U", "D"]), "a": value, "b": value}
+)
+change_sets = st.lists(
+    st.lists(st.lists(change, min_size=1, max_size=5), min_size=1, max_size=2), min_size=1, max_size=3
+)
+
+
+def config(root: Path, name: str, **table: Any) -> lakemerge.TableConfig:
+    return lakemerge.TableConfig(
+        name=name,
+        path=str(root / name),
+        key=("k",),
+        sequence=("seq",),
+        feed=lakemerge.FeedConfig(
+            location=(str(root / "in"),), format="csv", header=True, schema=SCHEMA, op_column="op"
+        ),
+        ignore_null_updates=True,
+        **table,
+    )
+
+
+def write_batch(folder: Path, files: list[list[dict[str, Any]]]) -> None:
+    for f, rows in enumerate(files):
+        lines = [",".join("" if r[c] is None else str(r[c]) for c in ["k", "seq", "op", "a", "b"]) for r in rows]
+        write_lines(folder / f"f_{f:02d}.csv", ["k,seq,op,a,b", *lines])
+
+
+def canonical(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(
+        ({c: r.get(c) for c in COLUMNS} for r in rows), key=lambda r: [(v is None, str(v)) for v in r.values()]
+    )
+
+
+def merged(spark: Any, table: lakemerge.TableConfig) -> list[dict[str, Any]]:
+    frame = lakemerge.read_merged(spark, table)
+    return [] if frame is None else canonical([r.asDict() for r in frame.collect()])
+
+
+def read_dv(path: str) -> list[dict[str, Any]]:
+    """Rows of a table that may hold deletion vectors, read by delta-rs's query engine."""
+    found = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(path)).execute("SELECT * FROM t")
+    return canonical([row for batch in found for row in pa.record_batch(batch).to_pylist()])
+
+
+def live_deletion_vectors(path: str) -> int:
+    """Files of the table's current version carrying a deletion vector, replayed from the JSON log."""
+    live: dict[str, dict[str, Any]] = {}
+    for commit in sorted((Path(path) / "_delta_log").glob("*.json")):
+        for line in commit.read_text().splitlines():
+            action = json.loads(line)
+            if "add" in action:
+                live[action["add"]["path"]] = action["add"]
+            elif "remove" in action:
+                live.pop(action["remove"]["path"], None)
+    return sum(1 for add in live.values() if add.get("deletionVector"))
+
+
+@settings(
+    max_examples=2,
+    deadline=None,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(batches=change_sets)
+def test_log_view_and_deletion_vectors_match_copy_on_write_and_the_oracle(
+    spark: Any, tmp_path: Path, batches: Any
+) -> None:
+    root = tmp_path / str(next(counter))
+    oracle = Oracle(key=("k",), seq="seq", op="op", partial=("a", "b"))
+    cow = config(root, "cow")
+    log = config(root, "log", write_mode="log")
+    dv = config(root, "dv", write_mode="deletion_vectors")
+    for n, files in enumerate(batches):
+        folder = root / f"batch_{n}"
+        write_batch(folder, files)
+        oracle.apply(files)
+        expected = canonical(oracle.rows())
+        results = [lakemerge.apply_table(t, inputs=[str(folder)], spark=spark) for t in (cow, log, dv)]
+        assert results[0].metrics == results[1].metrics == results[2].metrics, f"batch {n}"
+        assert read_table(cow.path, COLUMNS) == expected
+        assert merged(spark, log) == expected, f"batch {n}: log view"
+        assert read_dv(dv.path) == expected, f"batch {n}: deletion vectors"
+        if n == 1:  # a compaction between batches folds the log; later batches go on from there
+            lakemerge.compact(lakemerge.PipelineConfig(tables={"log": log}), spark=spark)
+            assert merged(spark, log) == expected
+    folded = maintenance.compact(log, spark=spark)
+    assert folded.log_rows_deleted >= folded.log_rows_folded
+    assert merged(spark, log) == expected == canonical(read_dv(log.path))
+    assert spark.read.format("delta").load(log.log_table).count() == 0
+    maintenance.compact(dv, spark=spark)
+    assert live_deletion_vectors(dv.path) == 0
+    assert read_dv(dv.path) == expected
+    assert canonical([r.asDict() for r in spark.read.format("delta").load(dv.path).collect()]) == expected
+
+
+def test_a_compaction_failing_after_the_fold_changes_nothing_the_view_returns(spark: Any, tmp_path: Path) -> None:
+    log = config(tmp_path, "log", write_mode="log")
+    rows = [{"k": k, "seq": 1, "op": "U", "a": "p", "b": None} for k in range(4)]
+    write_batch(tmp_path / "b0", [rows])
+    lakemerge.apply_table(log, inputs=[str(tmp_path / "b0")], spark=spark)
+    write_batch(
+        tmp_path / "b1",
+        [[{"k": 0, "seq": 2, "op": "D", "a": None, "b": None}, {"k": 1, "seq": 2, "op": "U", "a": None, "b": "q"}]],
+    )
+    lakemerge.apply_table(log, inputs=[str(tmp_path / "b1")], spark=spark)
+    before = merged(spark, log)
+    assert before == canonical(
+        [
+            {"k": 1, "seq": 2, "a": "p", "b": "q"},
+            {"k": 2, "seq": 1, "a": "p", "b": None},
+            {"k": 3, "seq": 1, "a": "p", "b": None},
+        ]
+    )
+
+    def crash() -> None:
+        assert merged(spark, log) == before, "between fold and cleanup the view is unchanged"
+        raise RuntimeError("killed")
+
+    maintenance.after_fold = crash
+    try:
+        with pytest.raises(RuntimeError, match="killed"):
+            maintenance.compact(log, spark=spark)
+    finally:
+        maintenance.after_fold = None
+    assert merged(spark, log) == before
+    again = maintenance.compact(log, spark=spark)
+    assert again.log_rows_folded == 0 and again.log_rows_deleted == 6, "the rerun only cleans the log"
+    assert merged(spark, log) == before == read_table(log.path, COLUMNS)
+    # exactly once over table + log: the same files again are skipped
+    repeat = lakemerge.apply_table(log, inputs=[str(tmp_path / "b1")], spark=spark)
+    assert repeat.version is None and len(repeat.skipped_files) == 1
+    # a late update older than the delete (tombstone) cannot bring k=0 back
+    write_batch(tmp_path / "b2", [[{"k": 0, "seq": 1, "op": "U", "a": "z", "b": None}]])
+    late = lakemerge.apply_table(log, inputs=[str(tmp_path / "b2")], spark=spark)
+    assert late.metrics.late == 1 and merged(spark, log) == before
+    view = lakemerge.register_view(spark, log)
+    assert spark.sql(f"SELECT count(*) FROM {view}").collect()[0][0] == 3
+    with pytest.raises(lakemerge.ConfigError, match="log"):
+        lakemerge.rollback(log.path, to_version=0, reapply=False, spark=spark)
+    assert lakemerge.vacuum(log, spark=spark).table == "log"
+
+
+def test_automatic_compaction_after_n_batches(spark: Any, tmp_path: Path) -> None:
+    log = config(tmp_path, "log", write_mode="log", compact_after_batches=2, clustering="zorder")
+    for n in range(2):
+        write_batch(tmp_path / f"b{n}", [[{"k": n, "seq": 1, "op": "U", "a": "p", "b": None}]])
+        result = lakemerge.apply_table(log, inputs=[str(tmp_path / f"b{n}")], spark=spark)
+        assert (result.compaction is not None) == (n == 1)
+    assert result.compaction is not None and result.compaction.log_rows_folded == 2
+    assert read_table(log.path, COLUMNS) == merged(spark, log)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"write_mode": "log", "history": "scd2"}, "cannot be combined with history"),
+        ({"clustering": "liquid", "partition_by": ("a",)}, "liquid"),
+        ({"compact_after_log_rows": 5}, "needs write_mode"),
+        ({"write_mode": "merge"}, "write_mode"),
+    ],
+)
+def test_mode_config_errors(tmp_path: Path, extra: dict[str, Any], message: str) -> None:
+    with pytest.raises(lakemerge.ConfigError, match=message):
+        validate(
+            lakemerge.TableConfig,
+            {"name": "t", "path": str(tmp_path / "t"), "key": "k", "sequence": "seq", "feed": {"location": ["x"]}}
+            | extra,
+            source=None,
+        )
+
+
+def test_cli_compact(spark: Any, tmp_path: Path) -> None:
+    from lakemerge.cli.app import app
+
+    (tmp_path / "in").mkdir()
+    write_batch(tmp_path / "in", [[{"k": 1, "seq": 1, "op": "U", "a": "p", "b": None}]])
+    pipeline = tmp_path / "p.toml"
+    pipeline.write_text(
+        f'[tables.t]\npath = "{tmp_path / "t"}"\nkey = "k"\nsequence = "seq"\nwrite_mode = "log"\n'
+        f'[tables.t.feed]\nlocation = ["{tmp_path / "in"}"]\nheader = true\nop_column = "op"\n'
+        'schema = "k INT, seq BIGINT, op STRING, a STRING, b STRING"\n'
+    )
+    runner = CliRunner()
+    assert runner.invoke(app, ["apply", str(pipeline), "--json"]).exit_code == 0
+    done = runner.invoke(app, ["compact", str(pipeline), "-t", "t", "--json"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.output)["tables"][0]["log_rows_folded"] == 1
