@@ -34,6 +34,7 @@ PIPELINE = """
 "spark.executor.memory" = "512m"
 "spark.cores.max" = "2"
 "spark.sql.shuffle.partitions" = "4"
+"spark.databricks.delta.snapshotPartitions" = "2"
 
 [tables.orders]
 path = "lake/orders"

@@ -249,3 +249,21 @@ def test_unreadable_landing_zone(spark: object, tmp_path: Path) -> None:
     with pytest.raises(lakemerge.InputError, match="cannot list input path") as info:
         lakemerge.apply_table(t, spark=spark)
     assert "nosuchfs://bucket/landing" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_file_names_with_spaces_keep_their_order_and_are_archived(spark: object, tmp_path: Path) -> None:
+    """Spark spells such files percent-encoded in ``_metadata.file_path``; the file order (which
+    breaks ties of equal sequences) and archiving must still know each row's file. The location is
+    given as ``file:///`` while Hadoop lists ``file:/``."""
+    archive = tmp_path / "done"
+    t = cfg(tmp_path, feed={"location": (f"file://{tmp_path / 'landing'}",), "archive": str(archive)})
+    drop(tmp_path, "a 1%.csv", ["2,p,1,I,x", "1,p,1,I,first"])
+    drop(tmp_path, "b 2.csv", ["1,p,1,U,second"])  # equal sequence: the later file wins, whatever the row
+    [result] = run_tables([t], spark=spark)
+    assert result.metrics.superseded == 1
+    assert values(t) == {1: "second", 2: "x"}
+    assert sorted(p.name for p in archive.iterdir()) == ["a 1%.csv", "b 2.csv"]
+    bad = cfg(tmp_path / "bad")
+    drop(tmp_path / "bad", "c 3.csv", ["1,p,1,I,ok", "2,p,not-a-number,I,bad"])
+    with pytest.raises(lakemerge.InputError, match=r"c 3\.csv.*row 3|row 3.*c 3\.csv"):
+        run_tables([bad], spark=spark)

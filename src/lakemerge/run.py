@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from lakemerge.batch import apply_table
 from lakemerge.config.models import PipelineConfig, TableConfig
 from lakemerge.feeds.archive import archive_files
+from lakemerge.feeds.files import qualified
 from lakemerge.groups import apply_group, grouped
 from lakemerge.results import BatchResult
 
@@ -111,10 +112,12 @@ def _archive(spark: SparkSession, table: TableConfig, result: BatchResult) -> No
     for feed in table.feeds:
         if not feed.archive:
             continue
-        mine = [p for p in paths if any(_under(p, loc) for loc in feed.location)]
+        locations = [qualified(spark, loc) for loc in feed.location]
+        mine = [p for p in paths if any(_under(qualified(spark, p), loc) for loc in locations)]
         archive_files(spark, mine, feed.archive)
 
 
 def _under(path: str, location: str) -> bool:
-    plain = path.removeprefix("file:") if not location.startswith("file:") else path
-    return plain == location or plain.startswith(location.rstrip("/") + "/")
+    """Whether ``path`` is ``location`` or inside it; both qualified Hadoop URIs (``file:/x``,
+    never ``/x`` against ``file:///x``)."""
+    return path == location or path.startswith(location.rstrip("/") + "/")

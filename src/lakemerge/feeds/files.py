@@ -95,6 +95,22 @@ def list_feed_files(spark: SparkSession, locations: Iterable[str], *, file_order
     return files
 
 
+def qualified(spark: SparkSession, path: str) -> str:
+    """``path`` as a fully qualified Hadoop URI (``/x`` → ``file:/x``, or ``hdfs://nn:8020/x`` when
+    the default filesystem is HDFS), spelled as Hadoop lists files, so that paths compare as strings."""
+    jvm: Any = spark.sparkContext._jvm
+    hpath = jvm.org.apache.hadoop.fs.Path(absolute(path))
+    fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    return str(fs.makeQualified(hpath).toString())
+
+
+def spark_file_path(spark: SparkSession, path: str) -> str:
+    """How Spark's ``_metadata.file_path`` spells a listed file: its URI, percent-encoded
+    (``file:/x/a b.csv`` → ``file:/x/a%20b.csv``)."""
+    jvm: Any = spark.sparkContext._jvm
+    return str(jvm.org.apache.hadoop.fs.Path(path).toUri().toString())
+
+
 def _statuses(jvm: Any, hadoop_conf: Any, location: str) -> list[Any]:
     path = jvm.org.apache.hadoop.fs.Path(location)
     try:

@@ -86,7 +86,12 @@ def _check_names(names: Sequence[str], path: str) -> None:
 def _with_file_index(frame: DataFrame, paths: Sequence[str], offset: int = 0) -> DataFrame:
     from pyspark.sql import functions as F
 
-    index = F.create_map(*[x for i, p in enumerate(paths) for x in (F.lit(p), F.lit(i + offset))])
+    from lakemerge.feeds.files import spark_file_path
+
+    spark = frame.sparkSession
+    index = F.create_map(
+        *[x for i, p in enumerate(paths) for x in (F.lit(spark_file_path(spark, p)), F.lit(i + offset))]
+    )
     return frame.withColumn(C.FILE, index[F.col("_metadata.file_path")]).drop("_metadata")
 
 
