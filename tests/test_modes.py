@@ -76,12 +76,15 @@ def live_deletion_vectors(path: str) -> int:
     """Files of the table's current version carrying a deletion vector, replayed from the JSON log."""
     live: dict[str, dict[str, Any]] = {}
     for commit in sorted((Path(path) / "_delta_log").glob("*.json")):
-        for line in commit.read_text().splitlines():
-            action = json.loads(line)
+        actions = [json.loads(line) for line in commit.read_text().splitlines() if line.strip()]
+        # A commit that marks rows removes the file's old entry and adds it again with its deletion
+        # vector, in either order within the commit: removes first, then adds.
+        for action in actions:
+            if "remove" in action:
+                live.pop(action["remove"]["path"], None)
+        for action in actions:
             if "add" in action:
                 live[action["add"]["path"]] = action["add"]
-            elif "remove" in action:
-                live.pop(action["remove"]["path"], None)
     return sum(1 for add in live.values() if add.get("deletionVector"))
 
 
@@ -215,3 +218,24 @@ def test_cli_compact(spark: Any, tmp_path: Path) -> None:
     done = runner.invoke(app, ["compact", str(pipeline), "-t", "t", "--json"])
     assert done.exit_code == 0, done.output
     assert json.loads(done.output)["tables"][0]["log_rows_folded"] == 1
+
+
+def test_an_update_marks_rows_in_a_deletion_vector_instead_of_rewriting_the_file(spark: Any, tmp_path: Path) -> None:
+    dv = config(tmp_path, "dv", write_mode="deletion_vectors")
+    oracle = Oracle(key=("k",), seq="seq", op="op", partial=("a", "b"))
+    base = [{"k": k, "seq": 1, "op": "U", "a": f"a{k}", "b": "x"} for k in range(20)]
+    changes = [
+        {"k": 1, "seq": 2, "op": "U", "a": "new", "b": None},
+        {"k": 3, "seq": 2, "op": "D", "a": None, "b": None},
+    ]
+    for n, rows in enumerate([base, changes]):
+        oracle.apply([rows])
+        write_batch(tmp_path / "in" / f"b{n}", [rows])
+        result = lakemerge.apply_table(dv, spark=spark)
+        assert read_dv(dv.path) == canonical(oracle.rows())
+    assert result.files_removed == 0, "the stored file is marked, not rewritten"
+    assert live_deletion_vectors(dv.path) >= 1
+    maintenance.compact(dv, spark=spark)
+    assert live_deletion_vectors(dv.path) == 0
+    rows = canonical([r.asDict() for r in spark.read.format("delta").load(dv.path).collect()])
+    assert rows == read_dv(dv.path) == canonical(oracle.rows())
