@@ -8,7 +8,6 @@ Marked ``cluster`` (left out of the default run): ``python -m pytest -m cluster`
 from __future__ import annotations
 
 import random
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -133,8 +132,6 @@ def test_a_pipeline_on_a_standalone_cluster_equals_local_mode_and_the_oracle(spa
 
 
 def test_tables_and_views_in_a_hive_metastore_answer_over_jdbc(tmp_path: Path) -> None:
-    if shutil.which("java") is None:
-        pytest.skip("no Java")
     root = tmp_path / "hive"
     pipeline = make_pipeline(root, 'catalog = "hive"\ndatabase = "lake"', changes(seed=3))
     run_cli("run", str(pipeline), cwd=root)  # each batch registers its table (and the SCD2 view)
