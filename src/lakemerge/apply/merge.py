@@ -17,6 +17,7 @@ from lakemerge.apply.classify import WRITES, Outcome, newer_or_equal
 from lakemerge.apply.prune import KeyRanges
 from lakemerge.config.models import TableConfig
 from lakemerge.feeds import columns as C
+from lakemerge.table import delta
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -49,17 +50,11 @@ def write_changes(
         inserts = classified.filter(F.col(C.OUTCOME) == Outcome.INSERT.value).select(
             *[F.col(f"`{c}`") for c in data_columns]
         )
-        writer = inserts.write.format("delta").mode("append")
-        if table.write_mode == "deletion_vectors":
-            writer = writer.option("delta.enableDeletionVectors", "true")
-        if table.partition_by:
-            writer = writer.partitionBy(*table.partition_by)
-        writer.save(table.path)
+        delta.create_table(inserts, table)
         return
 
     if writes == 0:
-        quoted = table.path.replace("`", "``")
-        spark.sql(f"ALTER TABLE delta.`{quoted}` SET TBLPROPERTIES ('lakemerge.batch' = '{txn_version}')")
+        delta.record_only(spark, table.path, txn_version)
         return
 
     from delta.tables import DeltaTable

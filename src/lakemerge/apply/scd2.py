@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from lakemerge.apply.classify import Outcome, values_hash
 from lakemerge.config.models import CURRENT, END_AT, FILE_SEQUENCE_COLUMN, START_AT, TableConfig
 from lakemerge.feeds import columns as C
+from lakemerge.table import delta
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -261,14 +262,10 @@ def write(
 
     columns = [F.col(f"`{c}`") for c in history.columns]
     if not exists:
-        writer = history.source.select(*columns).write.format("delta").mode("append")
-        if table.partition_by:
-            writer = writer.partitionBy(*table.partition_by)
-        writer.save(table.path)
+        delta.create_table(history.source.select(*columns), table)
         return
     if writes == 0:
-        quoted = table.path.replace("`", "``")
-        spark.sql(f"ALTER TABLE delta.`{quoted}` SET TBLPROPERTIES ('lakemerge.batch' = '{txn_version}')")
+        delta.record_only(spark, table.path, txn_version)
         return
 
     from delta.tables import DeltaTable

@@ -23,6 +23,8 @@ from lakemerge.results import AppliedFile
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from lakemerge.config.models import TableConfig
+
 _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 _TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 _TXN_VERSION = "spark.databricks.delta.write.txnVersion"
@@ -314,3 +316,22 @@ def find_commit(spark: SparkSession, path: str, batch_id: str) -> tuple[int, dic
         if record and record.get("batch_id") == batch_id:
             return int(row["version"]), dict(row["operationMetrics"] or {})
     return None
+
+
+def create_table(frame: DataFrame, table: TableConfig) -> None:
+    """Write ``frame`` as the table's first commit (partitioned, and with deletion vectors enabled
+    for ``deletion_vectors`` tables). Call inside :func:`commit_record`."""
+    writer = frame.write.format("delta").mode("append")
+    if table.write_mode == "deletion_vectors":
+        writer = writer.option("delta.enableDeletionVectors", "true")
+    if table.partition_by:
+        writer = writer.partitionBy(*table.partition_by)
+    writer.save(table.path)
+
+
+def record_only(spark: SparkSession, path: str, txn_version: int) -> None:
+    """A metadata-only commit recording a batch that writes no row (Delta would make no commit for
+    an empty MERGE). It sets ``lakemerge.batch`` to the batch number, so that two such commits
+    racing conflict in Delta. Call inside :func:`commit_record`."""
+    quoted = path.replace("`", "``")
+    spark.sql(f"ALTER TABLE delta.`{quoted}` SET TBLPROPERTIES ('lakemerge.batch' = '{txn_version}')")
