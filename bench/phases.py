@@ -1,6 +1,7 @@
 """Where lakemerge's time goes in one batch: ``python -m bench.phases SOURCE LAYOUT BATCH...``.
 
-Creates the table like the harness, then for each batch times file selection, planning (read,
+Creates the table like the harness (``BENCH_WRITE_MODE=deletion_vectors`` for a table with
+deletion vectors), then for each batch times file selection, planning (read,
 collapse, classify, counts) and the commit (tombstones, MERGE, record lookup), and prints the
 MERGE's Delta operation metrics (files scanned/skipped/rewritten, time per phase).
 """
@@ -17,6 +18,7 @@ from bench import peers
 
 def main(argv: list[str]) -> int:
     source, layout, *batches = argv
+    mode = os.environ.get("BENCH_WRITE_MODE", "copy_on_write")
     from lakemerge import batch as lm
     from lakemerge.config.models import FeedConfig, TableConfig
 
@@ -24,11 +26,14 @@ def main(argv: list[str]) -> int:
     path = os.path.join(os.path.dirname(source), "phases-table")
     peers.clean(path)
     peers._create_delta(spark, source, path, layout)
+    if mode == "deletion_vectors":
+        spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
     table = TableConfig(
         name="orders",
         path=path,
         key=(peers.KEY,),
         sequence=("seq",),
+        write_mode=mode,
         partition_by=(peers.PARTITION,) if layout == "date" else (),
         feed=FeedConfig(location=(batches[0],), format="parquet", op_column="op"),
     )

@@ -81,8 +81,14 @@ def standalone(work: Path, *, workers: int = 2, cores: int = 1, memory: str = "1
     processes = [
         _spark_class(
             "org.apache.spark.deploy.master.Master",
-            "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(free_port()),
-            work=work, log="master.log",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--webui-port",
+            str(free_port()),
+            work=work,
+            log="master.log",
         )
     ]
     try:

@@ -265,4 +265,3 @@ def test_batches_one_by_one_or_from_the_parent_and_reruns(spark: object, tmp_pat
         assert not again.files, f"{path.name} {inputs}: no file applied twice"
         assert deltalake.DeltaTable(str(path)).version() == last
         assert read_rows(path) == expected
-

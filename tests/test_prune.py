@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 
 import lakemerge
+from lakemerge import batch as batch_module
 from lakemerge.apply.prune import key_ranges
 from tests.helpers import read_table, write_lines
 from tests.oracle import apply_batch, state_rows
@@ -103,9 +104,13 @@ def test_files_outside_the_batch_key_ranges_are_never_read(spark: Any, tmp_path:
     assert rows == sorted(wanted, key=lambda r: r["id"])
 
 
-@pytest.mark.parametrize("seed", [1])
-def test_pruned_batches_equal_the_oracle(spark: Any, tmp_path: Path, seed: int) -> None:
-    rng = random.Random(seed)
+@pytest.mark.parametrize("broadcast_rows", [batch_module.BROADCAST_ROWS, 0], ids=["broadcast", "shuffled"])
+def test_pruned_batches_equal_the_oracle(
+    spark: Any, tmp_path: Path, broadcast_rows: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both classification joins (the batch broadcast, or table and batch shuffled) give the oracle's table."""
+    monkeypatch.setattr(batch_module, "BROADCAST_ROWS", broadcast_rows)
+    rng = random.Random(1)
     table = _table(tmp_path)
     state = _clustered(spark, table, keys=300, files=6)
     tombstones: dict[tuple[Any, ...], Any] = {}

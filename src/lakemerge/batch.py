@@ -31,6 +31,11 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
 
+#: Batches of at most this many change rows are broadcast in the classification join (their keys
+#: hash into tens of MB at most), so that the table is read once and never shuffled.
+BROADCAST_ROWS = 1_000_000
+
+
 @dataclass
 class BatchPlan:
     """A batch read, validated, collapsed and classified, ready to commit (or to show, in a dry run).
@@ -152,7 +157,9 @@ def plan_batch(
     if not chosen:
         return NothingPending(skipped)
     files = [f for _, f in chosen]
-    txn = delta.last_batch(spark, table.path, log_path=table.log_table if table.log_mode else None)
+    txn = delta.last_batch(
+        spark, table.path, log_path=table.log_table if table.log_mode else None, known=selection.ledger
+    )
     try:
         changes = _read_changes(spark, table, chosen, batch_number=txn + 1)
     except Exception as exc:
@@ -249,6 +256,7 @@ def plan_batch(
                 tombstones=tombs.latest(table.key, table.sequence_columns),
                 truncated_before=tombs.truncated_before,
                 compare=_compared(table, changes.data_columns, stored) if selection.snapshots else (),
+                broadcast=rows_read + snapshot_absent <= BROADCAST_ROWS,
             ).persist(StorageLevel.MEMORY_AND_DISK)
             frames.append(classified)
         by_op = [(str(r[0]), str(r[1]), int(r[2])) for r in classified.groupBy(C.OUTCOME, C.OP).count().collect()]
@@ -373,6 +381,7 @@ def commit_batch(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
                 truncate_before=plan.truncate_before,
                 txn_version=plan.txn_version,
                 ranges=plan.ranges,
+                inserts_only=metrics.updated == metrics.deleted == metrics.truncated == 0,
             )
     target = plan.table.log_table if plan.table.log_mode else plan.table.path
     found = delta.find_commit(spark, target, plan.batch_id)

@@ -61,6 +61,7 @@ def classify(
     tombstones: DataFrame | None = None,
     truncated_before: Column | None = None,
     compare: Sequence[str] = (),
+    broadcast: bool = False,
 ) -> DataFrame:
     """Add ``_lm_outcome`` to each collapsed change, comparing with ``table`` (``None``: no table yet).
 
@@ -73,13 +74,19 @@ def classify(
         truncated_before: the newest truncate of earlier batches.
         compare: with a snapshot in the batch, the columns whose values decide whether a snapshot
             row (``_lm_snapshot``) equals the stored row.
+        broadcast: the batch is small enough to broadcast: the stored rows are first reduced to
+            the batch's keys with a broadcast semi-join, so that the table is scanned once and
+            never shuffled (a left join cannot broadcast its preserved side).
     """
     from pyspark.sql import functions as F
 
     op = F.col(C.OP)
     incoming = F.struct(*[F.col(f"`{c}`") for c in sequence])
     forgotten = F.lit(False)
+    keys = changes.select(*[F.col(f"`{k}`") for k in key]) if broadcast else None
     if tombstones is not None:
+        if keys is not None:
+            tombstones = _of_keys(tombstones, keys, key)
         changes = _join_on_key(changes, tombstones.withColumnRenamed(SEQ, "_lm_t_tomb"), key, "_lm_tb")
         forgotten = F.coalesce(incoming < F.col("_lm_t_tomb"), F.lit(False))
     if truncated_before is not None:
@@ -101,6 +108,8 @@ def classify(
         else F.lit(None).cast("string").alias(C.STORED_PARTITION),
         *([values_hash(compare).alias("_lm_t_hash")] if compare else []),
     )
+    if keys is not None:
+        stored = _of_keys(stored, keys, key)
     joined = _join_on_key(changes, stored, key, "_lm_t")
     found = F.col("_lm_t_found").isNotNull()
     if truncate_before is not None:
@@ -125,6 +134,13 @@ def values_hash(columns: Sequence[str]) -> Column:
     from pyspark.sql import functions as F
 
     return F.sha2(F.to_json(F.array(F.struct(*[F.col(f"`{c}`") for c in columns]))), 256)
+
+
+def _of_keys(frame: DataFrame, keys: DataFrame, key: Sequence[str]) -> DataFrame:
+    """The rows of ``frame`` whose key is among ``keys`` (broadcast), marked for broadcasting in turn."""
+    from pyspark.sql import functions as F
+
+    return F.broadcast(frame.join(F.broadcast(keys), on=list(key), how="left_semi"))
 
 
 def _join_on_key(left: DataFrame, right: DataFrame, key: Sequence[str], prefix: str) -> DataFrame:

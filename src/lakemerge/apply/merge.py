@@ -2,6 +2,7 @@
 
 - No table yet: the inserts are written as the table's first commit (partitioned as configured).
 - A batch with nothing to write makes a metadata-only commit, so that its record exists.
+- A batch whose only writes are inserts (keys the table lacks) is appended: no join with the table.
 - Otherwise one Delta MERGE on the key. Its clauses re-check the sequence against the stored row
   so that a row changed since classification is never overwritten by an older change.
   New feed columns are added to the table (schema evolution); table columns missing from the feed
@@ -35,6 +36,7 @@ def write_changes(
     partial: Sequence[str] = (),
     truncate_before: Column | None = None,
     ranges: KeyRanges | None = None,
+    inserts_only: bool = False,
 ) -> None:
     """Commit the ``insert``/``update``/``delete`` rows of ``classified`` to ``table.path``.
 
@@ -43,14 +45,20 @@ def write_changes(
     an existing table (every change late, or deletes of absent keys), Delta would make no commit at
     all; a metadata-only commit then records the batch, so its files are never applied again. It
     sets the table property ``lakemerge.batch`` to the batch number, so that two such commits racing conflict in Delta.
+    With ``inserts_only`` (classification found no stored row for any change that writes), the
+    inserts are appended (new feed columns added); a concurrent lakemerge writer is still stopped
+    by the batch number's idempotent transaction.
     """
     from pyspark.sql import functions as F
 
+    inserts = classified.filter(F.col(C.OUTCOME) == Outcome.INSERT.value).select(
+        *[F.col(f"`{c}`") for c in data_columns]
+    )
     if not exists:
-        inserts = classified.filter(F.col(C.OUTCOME) == Outcome.INSERT.value).select(
-            *[F.col(f"`{c}`") for c in data_columns]
-        )
         delta.create_table(inserts, table)
+        return
+    if inserts_only and writes > 0 and truncate_before is None:
+        delta.append_rows(inserts, table)
         return
 
     if writes == 0:

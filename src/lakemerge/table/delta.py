@@ -139,11 +139,29 @@ def _widens(narrow: str, wide: str, date_to_timestamp: bool) -> bool:
 
 
 def type_widening_enabled(spark: SparkSession, path: str) -> bool:
-    """Whether the table allows Delta to widen column types (``delta.enableTypeWidening``)."""
-    from delta.tables import DeltaTable
+    """Whether the table allows Delta to widen column types (``delta.enableTypeWidening``).
 
-    properties = DeltaTable.forPath(spark, path).detail().select("properties").collect()[0][0] or {}
-    return str(properties.get("delta.enableTypeWidening", "false")).lower() == "true"
+    Read from the snapshot's metadata (no Spark job, unlike ``DESCRIBE DETAIL``)."""
+    return str(table_properties(spark, path).get("delta.enableTypeWidening", "false")).lower() == "true"
+
+
+def _snapshot(spark: SparkSession, path: str) -> Any:
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
+    return jvm, delta_log.update(False, jvm.scala.Option.empty(), jvm.scala.Option.empty())
+
+
+def table_properties(spark: SparkSession, path: str) -> dict[str, str]:
+    """The table's properties, from its latest snapshot's metadata."""
+    _, snapshot = _snapshot(spark, path)
+    configuration = snapshot.metadata().configuration()
+    iterator = configuration.iterator()
+    found: dict[str, str] = {}
+    while iterator.hasNext():
+        entry = iterator.next()
+        found[str(entry._1())] = str(entry._2())
+    return found
 
 
 @contextlib.contextmanager
@@ -172,10 +190,7 @@ def commit_record(
 def txn_version(spark: SparkSession, path: str, app_id: str = TXN_APP_ID) -> int:
     """The last batch number committed to the table under lakemerge's transaction identifier
     (0 for a new table). Read from Delta's snapshot state, which keeps it across log cleanup."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
-    snapshot = delta_log.update(False, jvm.scala.Option.empty(), jvm.scala.Option.empty())
+    _, snapshot = _snapshot(spark, path)
     found = snapshot.transactions().get(app_id)
     return int(found.get()) if found.isDefined() else 0
 
@@ -214,11 +229,15 @@ class Ledger:
         files: every file recorded by a committed batch: path → (file as applied, version).
         batch_ids: the ids of the batches whose commits the table's content still holds.
         snapshots: per feed index, the position of the last full snapshot applied (§Semantics 5).
+        last_batch: the greatest batch number a record in the history carries (rolled-back
+            batches included: Delta's transaction state keeps their numbers too), or ``None``
+            when the history holds no batch record (a new table, or log cleanup removed them all).
     """
 
     files: dict[str, tuple[AppliedFile, int]] = field(default_factory=dict)
     batch_ids: set[str] = field(default_factory=set)
     snapshots: dict[int, list[Any]] = field(default_factory=dict)
+    last_batch: int | None = None
 
 
 def state(spark: SparkSession, path: str, *, log_path: str | None = None) -> tuple[bool, Ledger]:
@@ -229,15 +248,23 @@ def state(spark: SparkSession, path: str, *, log_path: str | None = None) -> tup
     if log_path is None or not table_exists(spark, log_path):
         return exists, found
     logged = ledger(spark, log_path)
+    numbers = [n for n in (found.last_batch, logged.last_batch) if n is not None]
     return True, Ledger(
         files={**found.files, **logged.files},
         batch_ids=found.batch_ids | logged.batch_ids,
         snapshots={**found.snapshots, **logged.snapshots},
+        last_batch=max(numbers) if numbers else None,
     )
 
 
-def last_batch(spark: SparkSession, path: str, *, log_path: str | None = None) -> int:
-    """The last batch number committed to the table or to its change log (0 when neither exists)."""
+def last_batch(spark: SparkSession, path: str, *, log_path: str | None = None, known: Ledger | None = None) -> int:
+    """The last batch number committed to the table or to its change log (0 when neither exists).
+
+    With ``known`` (the ledger :func:`state` just read), the number comes from its records when
+    they carry one, which spares the Spark job that Delta's transaction state costs; the batch
+    commit's idempotent transaction still settles any race."""
+    if known is not None and known.last_batch is not None:
+        return known.last_batch
     found = txn_version(spark, path) if table_exists(spark, path) else 0
     if log_path is not None and table_exists(spark, log_path):
         found = max(found, txn_version(spark, log_path))
@@ -271,6 +298,8 @@ def ledger(spark: SparkSession, path: str) -> Ledger:
             found.files[item["path"]] = (AppliedFile(**item), version)
         if record.get("batch_id"):
             versions[str(record["batch_id"])] = version
+            if isinstance(record.get("txn_version"), int):
+                found.last_batch = max(found.last_batch or 0, record["txn_version"])
         for feed, position in (record.get("snapshots") or {}).items():
             snapshot_versions.setdefault(int(feed), []).append((version, position))
     found.batch_ids = set(versions)
@@ -327,6 +356,12 @@ def create_table(frame: DataFrame, table: TableConfig) -> None:
     if table.partition_by:
         writer = writer.partitionBy(*table.partition_by)
     writer.save(table.path)
+
+
+def append_rows(frame: DataFrame, table: TableConfig) -> None:
+    """Append ``frame`` to the existing table, adding its new columns (Delta fills the table's
+    columns it lacks with nulls). Call inside :func:`commit_record`."""
+    frame.write.format("delta").mode("append").option("mergeSchema", "true").save(table.path)
 
 
 def record_only(spark: SparkSession, path: str, txn_version: int) -> None:

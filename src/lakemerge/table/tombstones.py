@@ -8,6 +8,10 @@ them. Columns: the table's key and sequence columns, then
 - ``_lm_truncate``: a table-wide tombstone left by a truncate (key columns null);
 - ``_lm_confirmed``: ``lakemerge vacuum`` saw the batch committed.
 
+A table-wide tombstone is only looked for when the side table carries the property
+``lakemerge.truncates = true``, which is set (in a commit of its own) before the first truncate
+tombstone is appended; a batch without truncates in the table's past pays no job for them.
+
 A batch appends its tombstones before its table commit. An unconfirmed tombstone counts only
 while the table's history holds a commit of its batch id: a crash between the two writes, or a
 writer that lost a race, leaves tombstones that nobody honours.
@@ -33,6 +37,8 @@ BATCH, BATCH_ID, WRITTEN_AT, TRUNCATE, CONFIRMED = (
     "_lm_truncate",
     "_lm_confirmed",
 )
+#: Side-table property set before the first truncate tombstone is written.
+TRUNCATES_PROPERTY = "lakemerge.truncates"
 #: The newest tombstone sequence of a key, as a struct of the sequence columns, in :func:`latest`.
 SEQ = "_lm_tomb_seq"
 
@@ -69,12 +75,15 @@ def exists(spark: SparkSession, table: TableConfig) -> bool:
 def read(spark: SparkSession, table: TableConfig, committed: Collection[str]) -> Tombstones:
     """The tombstones to honour: confirmed ones, and those of batches in ``committed``.
 
-    One small action finds the newest truncate. Returns an empty :class:`Tombstones` when the table
-    keeps none."""
+    One small action finds the newest truncate, when the side table has ever held one. Returns an
+    empty :class:`Tombstones` when the table keeps none."""
     from pyspark.sql import functions as F
+
+    from lakemerge.table.delta import table_properties
 
     if not table.tombstones or not exists(spark, table):
         return Tombstones()
+    truncates = table_properties(spark, table.tombstone_table).get(TRUNCATES_PROPERTY) == "true"
     frame = spark.read.format("delta").load(table.tombstone_table)
     honoured = F.col(CONFIRMED)
     if committed:
@@ -83,7 +92,10 @@ def read(spark: SparkSession, table: TableConfig, committed: Collection[str]) ->
         honoured = honoured | F.col("_lm_known").isNotNull()
     frame = frame.filter(honoured)
     sequence = table.sequence_columns
-    truncate = frame.filter(F.col(TRUNCATE)).agg(F.max(F.struct(*[F.col(f"`{c}`") for c in sequence]))).collect()[0][0]
+    truncate = None
+    if truncates:
+        newest = F.max(F.struct(*[F.col(f"`{c}`") for c in sequence]))
+        truncate = frame.filter(F.col(TRUNCATE)).agg(newest).collect()[0][0]
     before = None
     if truncate is not None:
         types = {f.name: f.dataType for f in frame.schema.fields}
@@ -133,7 +145,23 @@ def append(
         F.col(TRUNCATE),
         F.lit(False).alias(CONFIRMED),
     )
+    if truncate is not None:
+        _mark_truncates(spark, table, rows.limit(0))
     rows.write.format("delta").mode("append").save(table.tombstone_table)
+
+
+def _mark_truncates(spark: SparkSession, table: TableConfig, empty: DataFrame) -> None:
+    """Set :data:`TRUNCATES_PROPERTY` on the side table (creating it empty first when needed)
+    before a truncate tombstone is appended: a crash in between leaves the property set and no
+    truncate row, which readers handle; the reverse would hide the truncate."""
+    from lakemerge.table.delta import table_properties
+
+    if exists(spark, table) and table_properties(spark, table.tombstone_table).get(TRUNCATES_PROPERTY) == "true":
+        return
+    if not exists(spark, table):
+        empty.write.format("delta").mode("append").save(table.tombstone_table)
+    quoted = table.tombstone_table.replace("`", "``")
+    spark.sql(f"ALTER TABLE delta.`{quoted}` SET TBLPROPERTIES ('{TRUNCATES_PROPERTY}' = 'true')")
 
 
 def deletes_of(classified: DataFrame, table: TableConfig, outcomes: Collection[str]) -> DataFrame:

@@ -1,0 +1,120 @@
+"""The cheaper paths a batch takes when it can (#7): insert-only batches are appends, the batch
+number comes from the records already read, and truncate tombstones are looked for only when the
+side table says it ever held one. Each path must give exactly what the general one gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import deltalake
+
+import lakemerge
+from lakemerge.table import delta, tombstones
+from tests.helpers import read_table, write_lines
+
+HEADER = "id,seq,op,a"
+
+
+def _table(tmp_path: Path, schema: str = "id INT, seq BIGINT, op STRING, a STRING") -> lakemerge.TableConfig:
+    feed = lakemerge.FeedConfig(
+        location=(str(tmp_path / "in"),),
+        format="csv",
+        header=True,
+        schema=schema,
+        op_column="op",
+        truncate_codes=("T",),
+    )
+    return lakemerge.TableConfig(name="t", path=str(tmp_path / "table"), key=("id",), sequence=("seq",), feed=feed)
+
+
+def _batch(spark: Any, table: lakemerge.TableConfig, folder: Path, lines: list[str], header: str = HEADER) -> Any:
+    write_lines(folder / "f.csv", [header, *lines])
+    return lakemerge.apply_table(table, inputs=[str(folder)], spark=spark)
+
+
+def _operation(path: str, version: int) -> str:
+    found = [h for h in deltalake.DeltaTable(path).history() if h["version"] == version]
+    return str(found[0]["operation"])
+
+
+def test_an_insert_only_batch_is_an_append_that_adds_new_columns(spark: Any, tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    _batch(spark, table, tmp_path / "1", ["1,5,U,a1", "2,5,U,a2"])
+    wider = _table(tmp_path, schema="id INT, seq BIGINT, op STRING, a STRING, c STRING")
+    result = _batch(
+        spark,
+        wider,
+        tmp_path / "2",
+        [
+            "3,1,U,a3,c3",
+            "4,1,U,,c4",
+            "1,4,U,late,late",  # older than the stored row: late, writes nothing
+            "9,1,D,,",  # delete of a key the table lacks: nothing to write
+        ],
+        header="id,seq,op,a,c",
+    )
+    m = result.metrics
+    assert (m.inserted, m.updated, m.deleted, m.late, m.deletes_absent) == (2, 0, 0, 1, 1)
+    assert _operation(table.path, result.version) == "WRITE"
+    assert result.files_added >= 1 and result.files_removed == 0
+    assert read_table(table.path, ["id", "seq", "a", "c"]) == [
+        {"id": 1, "seq": 5, "a": "a1", "c": None},
+        {"id": 2, "seq": 5, "a": "a2", "c": None},
+        {"id": 3, "seq": 1, "a": "a3", "c": "c3"},
+        {"id": 4, "seq": 1, "a": None, "c": "c4"},
+    ]
+    # The append is the batch's one commit: its files are never applied again.
+    again = lakemerge.apply_table(wider, inputs=[str(tmp_path / "2")], spark=spark)
+    assert again.version is None and len(again.skipped_files) == 1
+    # A batch that updates goes through MERGE.
+    merged = _batch(spark, table, tmp_path / "3", ["3,2,U,new"])
+    assert _operation(table.path, merged.version) == "MERGE"
+
+
+def test_the_batch_number_comes_from_the_records_and_follows_delta(spark: Any, tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    for n in (1, 2):
+        _batch(spark, table, tmp_path / str(n), [f"{n},{n},U,x"])
+    lakemerge.rollback(table.path, to_version=0, reapply=False, spark=spark)
+    _batch(spark, table, tmp_path / "3", ["3,3,U,x"])
+    _, ledger = delta.state(spark, table.path)
+    assert ledger.last_batch == delta.txn_version(spark, table.path) == 3
+    assert delta.last_batch(spark, table.path, known=ledger) == 3
+
+
+def test_without_records_the_batch_number_comes_from_delta(spark: Any, tmp_path: Path) -> None:
+    """A table whose history holds no batch record (written by hand under lakemerge's
+    transaction id, as after a log cleanup removed the records) numbers from Delta's state."""
+    table = _table(tmp_path)
+    spark.conf.set("spark.databricks.delta.write.txnAppId", delta.TXN_APP_ID)
+    spark.conf.set("spark.databricks.delta.write.txnVersion", "5")
+    try:
+        spark.createDataFrame([(1, 1, "a")], "id INT, seq BIGINT, a STRING").write.format("delta").save(table.path)
+    finally:
+        spark.conf.unset("spark.databricks.delta.write.txnAppId")
+        spark.conf.unset("spark.databricks.delta.write.txnVersion")
+    _, ledger = delta.state(spark, table.path)
+    assert ledger.last_batch is None and delta.last_batch(spark, table.path, known=ledger) == 5
+    result = _batch(spark, table, tmp_path / "1", ["2,1,U,b"])
+    assert result.version == 1 and delta.txn_version(spark, table.path) == 6
+
+
+def test_a_truncate_marks_the_side_table_and_stays_honoured(spark: Any, tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    _batch(spark, table, tmp_path / "1", ["1,1,U,a", "2,8,U,b"])
+    _batch(spark, table, tmp_path / "2", ["2,9,D,"])
+    properties = delta.table_properties(spark, table.tombstone_table)
+    assert tombstones.TRUNCATES_PROPERTY not in properties
+    _batch(spark, table, tmp_path / "3", [",6,T,"])
+    assert delta.table_properties(spark, table.tombstone_table)[tombstones.TRUNCATES_PROPERTY] == "true"
+    # Later batches: a new key older than the truncate is late; a newer one is inserted.
+    result = _batch(spark, table, tmp_path / "4", ["5,4,U,old", "6,7,U,new"])
+    assert (result.metrics.late, result.metrics.inserted) == (1, 1)
+    assert read_table(table.path, ["id", "a"]) == [{"id": 6, "a": "new"}]
+    # Vacuum rewrites the side table; the mark (and so the truncate) survives it.
+    _, ledger = delta.state(spark, table.path)
+    tombstones.collect_garbage(spark, table, ledger.batch_ids, txn_version=4)
+    assert delta.table_properties(spark, table.tombstone_table)[tombstones.TRUNCATES_PROPERTY] == "true"
+    result = _batch(spark, table, tmp_path / "5", ["7,5,U,old"])
+    assert result.metrics.late == 1
