@@ -19,6 +19,8 @@ from bench.data import DATE, KEY
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from lakemerge.config.models import TableConfig
+
 ICEBERG_PACKAGE = "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.11.0"
 #: Layouts: rows in random order (files span every key), sorted by key (tight key ranges per
 #: file), or partitioned by order year with keys sorted within each partition.
@@ -63,8 +65,10 @@ def _initial(spark: SparkSession, source: str, layout: str) -> DataFrame:
     return frame.repartition(PARTITION).sortWithinPartitions(KEY)
 
 
-def _create_delta(spark: SparkSession, source: str, path: str, layout: str) -> None:
+def _create_delta(spark: SparkSession, source: str, path: str, layout: str, *, deletion_vectors: bool = False) -> None:
     writer = _initial(spark, source, layout).write.format("delta").mode("overwrite")
+    if deletion_vectors:
+        writer = writer.option("delta.enableDeletionVectors", "true")
     if layout == "date":
         writer = writer.partitionBy(PARTITION)
     writer.save(path)
@@ -89,44 +93,57 @@ def _timed(batches: Sequence[str], apply: Callable[[str], Any]) -> list[float]:
     return times
 
 
-def lakemerge(spark: SparkSession, source: str, path: str, layout: str, batches: Sequence[str]) -> list[float]:
-    """lakemerge's apply_table on each batch (a Parquet feed with an op column)."""
-    from lakemerge import api
+def lakemerge_table(path: str, layout: str, mode: str, feed: str) -> TableConfig:
+    """The table as every lakemerge peer configures it."""
     from lakemerge.config.models import FeedConfig, TableConfig
 
-    _create_delta(spark, source, path, layout)
-    table = TableConfig(
+    return TableConfig(
         name="orders",
         path=path,
         key=(KEY,),
         sequence=("seq",),
+        write_mode=mode,
         partition_by=(PARTITION,) if layout == "date" else (),
-        feed=FeedConfig(location=(batches[0],), format="parquet", op_column="op"),
+        feed=FeedConfig(location=(feed,), format="parquet", op_column="op"),
     )
-    return _timed(batches, lambda b: api.apply_table(table, inputs=[b], spark=spark))
 
 
-def hand_merge(spark: SparkSession, source: str, path: str, layout: str, batches: Sequence[str]) -> list[float]:
-    """What most teams write: dedupe the batch, then one Delta MERGE on the key."""
-    from delta.tables import DeltaTable
+def _lakemerge(mode: str) -> Peer:
+    def run(spark: SparkSession, source: str, path: str, layout: str, batches: Sequence[str]) -> list[float]:
+        from lakemerge import api
 
-    _create_delta(spark, source, path, layout)
+        _create_delta(spark, source, path, layout, deletion_vectors=mode == "deletion_vectors")
+        table = lakemerge_table(path, layout, mode, batches[0])
+        return _timed(batches, lambda b: api.apply_table(table, inputs=[b], spark=spark))
 
-    def apply(batch: str) -> None:
-        changes = _deduped(spark, batch)
-        columns = [c for c in changes.columns if c != "op"]
-        values = {c: f"s.{c}" for c in columns}
-        (
-            DeltaTable.forPath(spark, path)
-            .alias("t")
-            .merge(changes.alias("s"), f"t.{KEY} = s.{KEY}")
-            .whenMatchedDelete(condition="s.op = 'D'")
-            .whenMatchedUpdate(condition="s.op = 'U'", set=values)
-            .whenNotMatchedInsert(condition="s.op = 'U'", values=values)
-            .execute()
-        )
+    run.__doc__ = f"lakemerge's apply_table on each batch (a Parquet feed with an op column), write_mode {mode}."
+    return run
 
-    return _timed(batches, apply)
+
+def _hand_merge(deletion_vectors: bool) -> Peer:
+    def run(spark: SparkSession, source: str, path: str, layout: str, batches: Sequence[str]) -> list[float]:
+        """What most teams write: dedupe the batch, then one Delta MERGE on the key."""
+        from delta.tables import DeltaTable
+
+        _create_delta(spark, source, path, layout, deletion_vectors=deletion_vectors)
+
+        def apply(batch: str) -> None:
+            changes = _deduped(spark, batch)
+            columns = [c for c in changes.columns if c != "op"]
+            values = {c: f"s.{c}" for c in columns}
+            (
+                DeltaTable.forPath(spark, path)
+                .alias("t")
+                .merge(changes.alias("s"), f"t.{KEY} = s.{KEY}")
+                .whenMatchedDelete(condition="s.op = 'D'")
+                .whenMatchedUpdate(condition="s.op = 'U'", set=values)
+                .whenNotMatchedInsert(condition="s.op = 'U'", values=values)
+                .execute()
+            )
+
+        return _timed(batches, apply)
+
+    return run
 
 
 def full_rewrite(spark: SparkSession, source: str, path: str, layout: str, batches: Sequence[str]) -> list[float]:
@@ -241,8 +258,11 @@ def delta_rs(source: str, path: str, layout: str, batches: Sequence[str]) -> lis
 
 
 SPARK_PEERS: dict[str, Peer] = {
-    "lakemerge": lakemerge,
-    "hand_merge": hand_merge,
+    "lakemerge": _lakemerge("copy_on_write"),
+    "lakemerge_dv": _lakemerge("deletion_vectors"),
+    "lakemerge_log": _lakemerge("log"),
+    "hand_merge": _hand_merge(deletion_vectors=False),
+    "hand_merge_dv": _hand_merge(deletion_vectors=True),
     "full_rewrite": full_rewrite,
     "iceberg_cow": _iceberg("cow", "copy-on-write"),
     "iceberg_mor": _iceberg("mor", "merge-on-read"),
@@ -258,6 +278,12 @@ def spark_checksum(spark: SparkSession, peer: str, path: str) -> dict[str, int]:
     """Row count and sums over the final table (integers, so equal across engines)."""
     if peer.startswith("iceberg"):
         frame = spark.table(f"bench.db.orders_{peer.split('_')[1]}")
+    elif peer == "lakemerge_log":
+        from lakemerge.apply import log
+
+        merged = log.read_merged(spark, lakemerge_table(path, "clustered", "log", path))
+        assert merged is not None
+        frame = merged
     else:
         frame = spark.read.format("delta").load(path)
     frame.createOrReplaceTempView("final")
@@ -284,5 +310,5 @@ def rs_checksum(path: str) -> dict[str, int]:
 
 def clean(path: str) -> None:
     """Remove a table directory (and lakemerge's side tables)."""
-    for p in (path, path + "__tombstones", path + "__quarantine"):
+    for p in (path, path + "__tombstones", path + "__quarantine", path + "__log"):
         shutil.rmtree(p, ignore_errors=True)

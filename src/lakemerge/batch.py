@@ -62,6 +62,7 @@ class BatchPlan:
     history: scd2.History | None = None
     writes: int | None = None
     ranges: KeyRanges | None = None
+    small: bool = False
 
     def release(self) -> None:
         """Unpersist the cached frames."""
@@ -225,6 +226,7 @@ def plan_batch(
             snapshot_absent += absent.count()
             valid = valid.unionByName(absent, allowMissingColumns=True)
         tombs = tombstones.read(spark, table, selection.ledger.batch_ids)
+        small = rows_read + snapshot_absent <= BROADCAST_ROWS
         partial = table.partial_columns(changes.data_columns)
         history: scd2.History | None = None
         ranges: KeyRanges | None = None
@@ -243,6 +245,10 @@ def plan_batch(
             # snapshot reaches every stored row.
             if stored is not None and truncate.before is None and not selection.snapshots:
                 ranges = key_ranges(valid, table.key)
+            if table.log_mode and stored is not None and small and not selection.snapshots:
+                # Only the batch's keys of the merged view: never rank the whole table and log.
+                stored = log.read_merged(spark, table, keys=latest.select(*[F.col(f"`{k}`") for k in table.key]))
+                assert stored is not None
             candidates = stored.filter(ranges.predicate()) if stored is not None and ranges is not None else stored
             if table.log_mode and candidates is not None:
                 candidates = log.with_file_column(candidates)
@@ -256,7 +262,7 @@ def plan_batch(
                 tombstones=tombs.latest(table.key, table.sequence_columns),
                 truncated_before=tombs.truncated_before,
                 compare=_compared(table, changes.data_columns, stored) if selection.snapshots else (),
-                broadcast=rows_read + snapshot_absent <= BROADCAST_ROWS,
+                broadcast=small,
             ).persist(StorageLevel.MEMORY_AND_DISK)
             frames.append(classified)
         by_op = [(str(r[0]), str(r[1]), int(r[2])) for r in classified.groupBy(C.OUTCOME, C.OP).count().collect()]
@@ -308,6 +314,7 @@ def plan_batch(
         history=history,
         writes=writes,
         ranges=ranges,
+        small=small,
     )
 
 
@@ -368,6 +375,8 @@ def commit_batch(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
                 data_columns=plan.data_columns,
                 partial=plan.partial,
                 txn_version=plan.txn_version,
+                writes=metrics.inserted + metrics.updated + metrics.deleted,
+                small=plan.small,
             )
         else:
             write_changes(

@@ -12,6 +12,7 @@ table's row, so the view needs no watermark: it is the same before, during and a
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
 #: Columns of the log table beside the data columns.
 LOG_OP, LOG_BATCH = C.OP, "_lm_batch"
 _RANK = "_lm_rank"
+#: Rows per log file: a batch's log rows are written in files of about this many rows, not in
+#: one file per shuffle partition.
+ROWS_PER_FILE = 1_000_000
 
 
 def append(
@@ -36,16 +40,20 @@ def append(
     data_columns: Sequence[str],
     partial: Sequence[str],
     txn_version: int,
+    writes: int,
+    small: bool = False,
 ) -> None:
     """Append the batch's writes to the log in one commit (an empty append when it writes nothing,
-    so that the batch's record exists). Call inside :func:`delta.commit_record`."""
+    so that the batch's record exists), in files of about :data:`ROWS_PER_FILE` rows. ``small``:
+    the batch's keys can be broadcast (see :func:`read_merged`). Call inside
+    :func:`delta.commit_record`."""
     from pyspark.sql import functions as F
 
     extra = [F.col(C.AFTER_DELETE)] if partial else []
     rows = classified.filter(F.col(C.OUTCOME).isin([o.value for o in WRITES])).select(
         *[F.col(f"`{c}`") for c in data_columns], F.col(C.OP), *extra
     )
-    stored = read_merged(spark, table)
+    stored = read_merged(spark, table, keys=rows.select(*[F.col(f"`{k}`") for k in table.key]) if small else None)
     missing = [c for c in stored.columns if c not in data_columns] if stored is not None else []
     if stored is not None and (partial or missing):
         s, t = rows.alias("s"), stored.alias("t")
@@ -65,6 +73,7 @@ def append(
     else:
         rows = rows.drop(*[C.AFTER_DELETE] if partial else [])
     rows = rows.withColumn(LOG_BATCH, F.lit(txn_version).cast("bigint"))
+    rows = rows.coalesce(max(1, -(-writes // ROWS_PER_FILE)))
     rows.write.format("delta").mode("append").option("mergeSchema", "true").save(table.log_table)
 
 
@@ -73,14 +82,14 @@ def log_exists(spark: SparkSession, table: TableConfig) -> bool:
     return delta.table_exists(spark, table.log_table)
 
 
-def merged_view_sql(spark: SparkSession, table: TableConfig) -> str | None:
+def merged_view_sql(spark: SparkSession, table: TableConfig, relations: dict[str, str] | None = None) -> str | None:
     """The SQL of the merged view over the table and its log as their schemas are now (``None``
     when neither exists). Usable for a temporary or a persistent view; recreate it after the
-    schema gains columns."""
+    schema gains columns. ``relations`` reads a path from the named relation instead."""
     table_exists = delta.table_exists(spark, table.path)
     has_log = log_exists(spark, table)
     if not has_log:
-        return f"SELECT * FROM delta.`{_quoted(table.path)}`" if table_exists else None
+        return f"SELECT * FROM {_relation(table.path, relations)}" if table_exists else None
     log_schema = spark.read.format("delta").load(table.log_table).schema
     log_types = {f.name: f.dataType.simpleString() for f in log_schema.fields if f.name not in (LOG_OP, LOG_BATCH)}
     table_types: dict[str, str] = {}
@@ -92,7 +101,7 @@ def merged_view_sql(spark: SparkSession, table: TableConfig) -> str | None:
         cols = [
             f"`{c}`" if c in types else f"CAST(NULL AS {table_types.get(c) or log_types[c]}) AS `{c}`" for c in columns
         ]
-        return f"SELECT {', '.join(cols)}, {op} AS {LOG_OP}, {batch} AS {LOG_BATCH} FROM delta.`{_quoted(path)}`"
+        return f"SELECT {', '.join(cols)}, {op} AS {LOG_OP}, {batch} AS {LOG_BATCH} FROM {_relation(path, relations)}"
 
     parts = [side(log_types, LOG_OP, f"CAST({LOG_BATCH} AS BIGINT)", table.log_table)]
     if table_exists:
@@ -105,10 +114,31 @@ def merged_view_sql(spark: SparkSession, table: TableConfig) -> str | None:
     )
 
 
-def read_merged(spark: SparkSession, table: TableConfig) -> DataFrame | None:
-    """What copy-on-write would hold now: the table with its log applied (``None`` when neither exists)."""
-    sql = merged_view_sql(spark, table)
-    return spark.sql(sql) if sql is not None else None
+def read_merged(spark: SparkSession, table: TableConfig, keys: DataFrame | None = None) -> DataFrame | None:
+    """What copy-on-write would hold now: the table with its log applied (``None`` when neither exists).
+
+    With ``keys`` (key columns of a batch small enough to broadcast), only those keys' rows: table
+    and log are each reduced to them by a broadcast semi-join before the per-key ranking, so that a
+    batch never shuffles the whole table (the ranking is per key, so the result is the same rows)."""
+    if keys is None:
+        sql = merged_view_sql(spark, table)
+        return spark.sql(sql) if sql is not None else None
+    from pyspark.sql import functions as F
+
+    relations: dict[str, str] = {}
+    for path in (table.path, table.log_table):
+        if delta.table_exists(spark, path):
+            name = f"_lm_keyed_{uuid.uuid4().hex}"
+            frame = spark.read.format("delta").load(path)
+            frame.join(F.broadcast(keys), on=list(table.key), how="left_semi").createOrReplaceTempView(name)
+            relations[path] = name
+    try:
+        sql = merged_view_sql(spark, table, relations)
+        # Views are resolved now, when the frame is analysed: dropping them after is safe.
+        return spark.sql(sql) if sql is not None else None
+    finally:
+        for name in relations.values():
+            spark.catalog.dropTempView(name)
 
 
 def with_file_column(merged: DataFrame) -> DataFrame:
@@ -129,6 +159,10 @@ def register_view(spark: SparkSession, table: TableConfig, name: str | None = No
         raise TableError(f"table '{table.name}' has neither a Delta table nor a change log at {table.path}")
     spark.sql(sql).createOrReplaceTempView(view)
     return view
+
+
+def _relation(path: str, relations: dict[str, str] | None) -> str:
+    return (relations or {}).get(path) or f"delta.`{_quoted(path)}`"
 
 
 def _quoted(path: str) -> str:

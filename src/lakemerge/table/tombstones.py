@@ -102,7 +102,10 @@ def read(spark: SparkSession, table: TableConfig, committed: Collection[str]) ->
         values = truncate.asDict()
         before = F.struct(*[F.lit(values[c]).cast(types[c]).alias(c) for c in sequence])
     keys = frame.filter(~F.col(TRUNCATE)).select(*[F.col(f"`{c}`") for c in (*table.key, *sequence)])
-    return Tombstones(rows=keys, truncated_before=before)
+    # Checkpointed: a plan that still read the side table would be recomputed by Spark's cache
+    # manager as soon as this batch appends its own tombstones (a Delta write refreshes every
+    # cached plan over that path), so the batch's classification would run a second time.
+    return Tombstones(rows=keys.localCheckpoint(), truncated_before=before)
 
 
 def append(
