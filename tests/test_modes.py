@@ -126,6 +126,48 @@ def test_log_view_and_deletion_vectors_match_copy_on_write_and_the_oracle(
     assert canonical([r.asDict() for r in spark.read.format("delta").load(dv.path).collect()]) == expected
 
 
+@pytest.mark.parametrize("broadcast_rows", [0, 1_000_000], ids=["whole-view", "batch-keys"])
+def test_log_batches_see_the_same_stored_state_whether_keyed_or_whole(
+    spark: Any, tmp_path: Path, broadcast_rows: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small batch classifies against (and folds partial updates with) only its keys' rows of the
+    merged view; a large one against the whole view. Both give copy-on-write's table."""
+    from lakemerge import batch as batch_module
+
+    monkeypatch.setattr(batch_module, "BROADCAST_ROWS", broadcast_rows)
+    cow, log = config(tmp_path, "cow"), config(tmp_path, "log", write_mode="log")
+    batches = [
+        [[{"k": k, "seq": 2, "op": "U", "a": "p", "b": "q"} for k in range(4)]],
+        [
+            [
+                {"k": 0, "seq": 3, "op": "U", "a": None, "b": "x"},  # partial: a carried from the view
+                {"k": 1, "seq": 1, "op": "U", "a": "late", "b": None},  # older than stored: late
+                {"k": 2, "seq": 3, "op": "D", "a": None, "b": None},
+            ]
+        ],
+        [
+            [
+                {"k": 2, "seq": 2, "op": "U", "a": "dead", "b": None},  # older than the delete's tombstone
+                {"k": 0, "seq": 4, "op": "U", "a": "y", "b": None},
+                {"k": 4, "seq": 1, "op": "U", "a": None, "b": "n"},
+            ]
+        ],
+    ]
+    for n, files in enumerate(batches):
+        write_batch(tmp_path / f"b{n}", files)
+        results = [lakemerge.apply_table(t, inputs=[str(tmp_path / f"b{n}")], spark=spark) for t in (cow, log)]
+        assert results[0].metrics == results[1].metrics, f"batch {n}"
+        assert merged(spark, log) == read_table(cow.path, COLUMNS), f"batch {n}"
+    assert merged(spark, log) == canonical(
+        [
+            {"k": 0, "seq": 4, "a": "y", "b": "x"},
+            {"k": 1, "seq": 2, "a": "p", "b": "q"},
+            {"k": 3, "seq": 2, "a": "p", "b": "q"},
+            {"k": 4, "seq": 1, "a": None, "b": "n"},
+        ]
+    )
+
+
 def test_a_compaction_failing_after_the_fold_changes_nothing_the_view_returns(spark: Any, tmp_path: Path) -> None:
     log = config(tmp_path, "log", write_mode="log")
     rows = [{"k": k, "seq": 1, "op": "U", "a": "p", "b": None} for k in range(4)]
