@@ -91,13 +91,13 @@ def read_table_like(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     )
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(change_sets=batches(["I", "U", "U", "D"]))
 def test_random_batches_match_the_oracle(spark: object, tmp_path: Path, change_sets: Any) -> None:
     run(spark, tmp_path / str(next(counter)), change_sets)
 
 
-@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(change_sets=batches(["I", "U", "U", "U", "D", "T"]))
 def test_partial_updates_and_truncates_match_the_oracle(spark: object, tmp_path: Path, change_sets: Any) -> None:
     run(spark, tmp_path / str(next(counter)), change_sets, ignore_null_updates=True)

@@ -98,8 +98,7 @@ def crash_and_recover(spark: object, tmp_path: Path, rng: random.Random) -> str:
 
 def test_sigkill_at_random_moments_then_rerun(spark: object, tmp_path: Path) -> None:
     rng = random.Random(int(os.environ.get("LAKEMERGE_FAULT_SEED", "7")))
-    for n in range(2):
-        crash_and_recover(spark, tmp_path / str(n), rng)
+    crash_and_recover(spark, tmp_path / "0", rng)  # more rounds: pytest -m fault
 
 
 @pytest.mark.fault
@@ -141,7 +140,7 @@ def test_two_writers_and_a_reader(tmp_path: Path) -> None:
     """Two ``lakemerge run --watch`` processes on one pipeline while files keep arriving; a reader
     checks that every version it sees shows whole batches only (every file updates every key, so a
     version mixing two files' values would be a partial batch)."""
-    files = 8
+    files = 6
     (tmp_path / "landing").mkdir(parents=True)
     path = pipeline(tmp_path, max_files=2)
     text = path.read_text().replace("max_files_per_batch = 2", "max_files_per_batch = 2\ncommit_attempts = 20")

@@ -144,7 +144,7 @@ def check_batch(
 # ---------------------------------------------------------------------------------------------
 # Tests
 # ---------------------------------------------------------------------------------------------
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(change_sets=batches())
 def test_random_batches_match_the_oracle(spark: object, tmp_path: Path, change_sets: list[Files]) -> None:
     root = tmp_path / f"run_{next(_dirs)}"

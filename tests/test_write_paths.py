@@ -118,3 +118,28 @@ def test_a_truncate_marks_the_side_table_and_stays_honoured(spark: Any, tmp_path
     assert delta.table_properties(spark, table.tombstone_table)[tombstones.TRUNCATES_PROPERTY] == "true"
     result = _batch(spark, table, tmp_path / "5", ["7,5,U,old"])
     assert result.metrics.late == 1
+
+
+def _loaded(frame: Any) -> bool:
+    """Whether the cached frame's data is in Spark's cache now (not dropped for recomputation)."""
+    return bool(frame._jdf.queryExecution().withCachedData().cacheBuilder().isCachedColumnBuffersLoaded())
+
+
+def test_the_tombstone_append_leaves_the_cached_classification_in_place(spark: Any, tmp_path: Path) -> None:
+    """Appending a batch's tombstones is a Delta write to a path its classification read; Spark then
+    drops every cached plan over that path. The classification must not depend on it, or the MERGE
+    would classify the batch a second time."""
+    from lakemerge import batch
+
+    table = _table(tmp_path)
+    _batch(spark, table, tmp_path / "1", ["1,1,U,a", "2,1,U,b", "3,1,U,c"])
+    _batch(spark, table, tmp_path / "2", ["1,2,D,"])
+    write_lines(tmp_path / "3" / "f.csv", [HEADER, "2,3,D,", "3,3,U,c3"])
+    plan = batch.plan_batch(table, spark=spark, inputs=[str(tmp_path / "3")])
+    assert isinstance(plan, batch.BatchPlan)
+    try:
+        assert _loaded(plan.classified)
+        batch._write_tombstones(spark, plan)
+        assert _loaded(plan.classified), "classification dropped from the cache by the tombstone append"
+    finally:
+        plan.release()

@@ -170,7 +170,8 @@ def plan_batch(
     try:
         try:
             ignored_row = F.when(F.col(C.ERROR).isNull() & (F.col(C.OP) == "N"), 1).otherwise(0)
-            stats = frame.agg(F.count(F.lit(1)), F.count(C.ERROR), F.sum(ignored_row)).collect()[0]
+            removal = F.when(F.col(C.ERROR).isNull() & F.col(C.OP).isin("D", "T"), 1).otherwise(0)
+            stats = frame.agg(F.count(F.lit(1)), F.count(C.ERROR), F.sum(ignored_row), F.sum(removal)).collect()[0]
         except Exception as exc:
             raise (translate(exc, reading=True) or exc) from exc
         rows_read, rows_bad, ignored = int(stats[0]), int(stats[1]), int(stats[2] or 0)
@@ -225,7 +226,9 @@ def plan_batch(
             frames.append(absent)
             snapshot_absent += absent.count()
             valid = valid.unionByName(absent, allowMissingColumns=True)
-        tombs = tombstones.read(spark, table, selection.ledger.batch_ids)
+        # Only a batch with deletes, truncates or a snapshot can append tombstones.
+        may_bury = bool(stats[3]) or bool(selection.snapshots)
+        tombs = tombstones.read(spark, table, selection.ledger.batch_ids, checkpoint=may_bury)
         small = rows_read + snapshot_absent <= BROADCAST_ROWS
         partial = table.partial_columns(changes.data_columns)
         history: scd2.History | None = None

@@ -72,8 +72,15 @@ def exists(spark: SparkSession, table: TableConfig) -> bool:
     return bool(DeltaTable.isDeltaTable(spark, table.tombstone_table))
 
 
-def read(spark: SparkSession, table: TableConfig, committed: Collection[str]) -> Tombstones:
+def read(
+    spark: SparkSession, table: TableConfig, committed: Collection[str], *, checkpoint: bool = True
+) -> Tombstones:
     """The tombstones to honour: confirmed ones, and those of batches in ``committed``.
+
+    With ``checkpoint`` (the batch may append tombstones), the key tombstones are computed now and
+    cut from the side table: a cached plan that still read the side table would be recomputed by
+    Spark's cache manager as soon as the batch appends to it (a Delta write refreshes every cached
+    plan over the path it writes), so the batch's classification would run a second time.
 
     One small action finds the newest truncate, when the side table has ever held one. Returns an
     empty :class:`Tombstones` when the table keeps none."""
@@ -102,10 +109,7 @@ def read(spark: SparkSession, table: TableConfig, committed: Collection[str]) ->
         values = truncate.asDict()
         before = F.struct(*[F.lit(values[c]).cast(types[c]).alias(c) for c in sequence])
     keys = frame.filter(~F.col(TRUNCATE)).select(*[F.col(f"`{c}`") for c in (*table.key, *sequence)])
-    # Checkpointed: a plan that still read the side table would be recomputed by Spark's cache
-    # manager as soon as this batch appends its own tombstones (a Delta write refreshes every
-    # cached plan over that path), so the batch's classification would run a second time.
-    return Tombstones(rows=keys.localCheckpoint(), truncated_before=before)
+    return Tombstones(rows=keys.localCheckpoint() if checkpoint else keys, truncated_before=before)
 
 
 def append(

@@ -1,0 +1,66 @@
+"""Which driver calls a lakemerge batch waits on: ``python -m bench.calls [LAYOUT] [BATCHES] [MODE]``.
+
+Creates the harness's table (``LAYOUT``: clustered, random or date) from ``/tmp/lakemerge-bench/sf1``
+(run ``python -m bench`` once to generate it), applies the three batches named ``BATCHES`` (e.g.
+``uniform-0.1``) in ``MODE`` (copy_on_write, deletion_vectors or log), and after each prints every
+call into the JVM that took over 50 ms (Spark jobs, Delta commits, snapshot updates) with the
+lakemerge lines that made it. The sum is nearly the whole batch: what is left is Python.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from typing import Any
+
+THRESHOLD_S = 0.05
+
+
+def main(argv: list[str]) -> int:
+    defaults = ["clustered", "uniform-0.1", "copy_on_write"]
+    layout, kind, mode = (argv + defaults[len(argv) :])[:3]
+    import py4j.java_gateway as gateway
+
+    from bench import peers
+    from lakemerge import api
+
+    calls: list[tuple[float, str, str]] = []
+    original = gateway.JavaMember.__call__
+
+    def timed(self: Any, *args: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return original(self, *args)
+        finally:
+            took = time.perf_counter() - start
+            if took > THRESHOLD_S:
+                ours = [f for f in traceback.extract_stack()[:-1] if f"{os.sep}lakemerge{os.sep}" in f.filename]
+                where = " < ".join(f"{os.path.basename(f.filename)}:{f.lineno}:{f.name}" for f in reversed(ours[-3:]))
+                calls.append((took, self.name, where))
+
+    gateway.JavaMember.__call__ = timed  # type: ignore[method-assign]
+    root = "/tmp/lakemerge-bench/sf1"
+    batches = [f"{root}/batch-{kind}-{n}.parquet" for n in (1, 2, 3)]
+    spark = peers.session()
+    path = "/tmp/lakemerge-bench/calls-table"
+    peers.clean(path)
+    peers._create_delta(spark, f"{root}/orders.parquet", path, layout, deletion_vectors=mode == "deletion_vectors")
+    table = peers.lakemerge_table(path, layout, mode, batches[0])
+    for number, batch in enumerate(batches, start=1):
+        calls.clear()
+        start = time.perf_counter()
+        result = api.apply_table(table, inputs=[batch], spark=spark)
+        total = time.perf_counter() - start
+        print(f"batch {number}: {total:.2f} s, files removed {result.files_removed}, added {result.files_added}")
+        print(f"  calls over {THRESHOLD_S * 1000:.0f} ms: {sum(c[0] for c in calls):.2f} s")
+        for took, name, where in calls:
+            print(f"  {took:6.2f} {name:22s} {where}")
+    spark.stop()
+    peers.clean(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
