@@ -72,9 +72,7 @@ def exists(spark: SparkSession, table: TableConfig) -> bool:
     return bool(DeltaTable.isDeltaTable(spark, table.tombstone_table))
 
 
-def read(
-    spark: SparkSession, table: TableConfig, committed: Collection[str], *, checkpoint: bool = True
-) -> Tombstones:
+def read(spark: SparkSession, table: TableConfig, committed: Collection[str], *, checkpoint: bool = True) -> Tombstones:
     """The tombstones to honour: confirmed ones, and those of batches in ``committed``.
 
     With ``checkpoint`` (the batch may append tombstones), the key tombstones are computed now and
