@@ -106,7 +106,7 @@ snapshot_rows = st.lists(
 )
 
 
-@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     batches=change_sets,
     snapshots=st.lists(st.one_of(st.none(), snapshot_rows), min_size=3, max_size=3),

@@ -157,7 +157,7 @@ def test_random_batches_match_the_oracle(spark: object, tmp_path: Path, change_s
         check_batch(result, root / "table", n, state, counts)
 
 
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(change_sets=batches())
 def test_same_input_gives_the_same_table(spark: object, tmp_path: Path, change_sets: list[Files]) -> None:
     """Semantics 2: the same input, written in a different order into another place, gives an
