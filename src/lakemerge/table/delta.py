@@ -146,15 +146,16 @@ def type_widening_enabled(spark: SparkSession, path: str) -> bool:
 
 
 def _snapshot(spark: SparkSession, path: str) -> Any:
+    """The table's latest Delta snapshot (a JVM object), brought up to date."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
-    return jvm, delta_log.update(False, jvm.scala.Option.empty(), jvm.scala.Option.empty())
+    return delta_log.update(False, jvm.scala.Option.empty(), jvm.scala.Option.empty())
 
 
 def table_properties(spark: SparkSession, path: str) -> dict[str, str]:
     """The table's properties, from its latest snapshot's metadata."""
-    _, snapshot = _snapshot(spark, path)
+    snapshot = _snapshot(spark, path)
     configuration = snapshot.metadata().configuration()
     iterator = configuration.iterator()
     found: dict[str, str] = {}
@@ -190,7 +191,7 @@ def commit_record(
 def txn_version(spark: SparkSession, path: str, app_id: str = TXN_APP_ID) -> int:
     """The last batch number committed to the table under lakemerge's transaction identifier
     (0 for a new table). Read from Delta's snapshot state, which keeps it across log cleanup."""
-    _, snapshot = _snapshot(spark, path)
+    snapshot = _snapshot(spark, path)
     found = snapshot.transactions().get(app_id)
     return int(found.get()) if found.isDefined() else 0
 
