@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import deltalake
+import pytest
 
 import lakemerge
 from lakemerge.table import delta, tombstones
@@ -16,16 +17,20 @@ from tests.helpers import read_table, write_lines
 HEADER = "id,seq,op,a"
 
 
-def _table(tmp_path: Path, schema: str = "id INT, seq BIGINT, op STRING, a STRING") -> lakemerge.TableConfig:
+def _table(
+    tmp_path: Path, schema: str = "id INT, seq BIGINT, op STRING, a STRING", write_mode: str = "copy_on_write"
+) -> lakemerge.TableConfig:
     feed = lakemerge.FeedConfig(
         location=(str(tmp_path / "in"),),
         format="csv",
         header=True,
         schema=schema,
         op_column="op",
-        truncate_codes=("T",),
+        truncate_codes=() if write_mode == "log" else ("T",),
     )
-    return lakemerge.TableConfig(name="t", path=str(tmp_path / "table"), key=("id",), sequence=("seq",), feed=feed)
+    return lakemerge.TableConfig(
+        name="t", path=str(tmp_path / "table"), key=("id",), sequence=("seq",), feed=feed, write_mode=write_mode
+    )
 
 
 def _batch(spark: Any, table: lakemerge.TableConfig, folder: Path, lines: list[str], header: str = HEADER) -> Any:
@@ -125,21 +130,32 @@ def _loaded(frame: Any) -> bool:
     return bool(frame._jdf.queryExecution().withCachedData().cacheBuilder().isCachedColumnBuffersLoaded())
 
 
-def test_the_tombstone_append_leaves_the_cached_classification_in_place(spark: Any, tmp_path: Path) -> None:
-    """Appending a batch's tombstones is a Delta write to a path its classification read; Spark then
-    drops every cached plan over that path. The classification must not depend on it, or the MERGE
-    would classify the batch a second time."""
+@pytest.mark.parametrize(
+    ("write_mode", "lines"),
+    [
+        ("copy_on_write", ["2,3,D,", "3,3,U,c3", "9,3,U,i"]),
+        ("copy_on_write", ["7,3,U,x", "8,3,D,"]),
+        ("log", ["2,3,D,", "3,3,U,c3", "9,3,U,i"]),
+    ],
+    ids=["merge", "insert-only-append", "log-append"],
+)
+def test_the_batch_s_own_writes_leave_its_cached_classification_in_place(
+    spark: Any, tmp_path: Path, write_mode: str, lines: list[str]
+) -> None:
+    """A batch writes to paths its classification read: its tombstones, its log, its table. Spark
+    drops (and plans again, or recomputes) every cached plan over a path that is written, so the
+    classification must read fixed versions, or each write would redo it."""
     from lakemerge import batch
 
-    table = _table(tmp_path)
+    table = _table(tmp_path, write_mode=write_mode)
     _batch(spark, table, tmp_path / "1", ["1,1,U,a", "2,1,U,b", "3,1,U,c"])
     _batch(spark, table, tmp_path / "2", ["1,2,D,"])
-    write_lines(tmp_path / "3" / "f.csv", [HEADER, "2,3,D,", "3,3,U,c3"])
+    write_lines(tmp_path / "3" / "f.csv", [HEADER, *lines])
     plan = batch.plan_batch(table, spark=spark, inputs=[str(tmp_path / "3")])
     assert isinstance(plan, batch.BatchPlan)
     try:
         assert _loaded(plan.classified)
-        batch._write_tombstones(spark, plan)
-        assert _loaded(plan.classified), "classification dropped from the cache by the tombstone append"
+        batch.commit_batch(plan, spark=spark)
+        assert _loaded(plan.classified), "classification dropped from the cache by the batch's own writes"
     finally:
         plan.release()

@@ -170,8 +170,7 @@ def plan_batch(
     try:
         try:
             ignored_row = F.when(F.col(C.ERROR).isNull() & (F.col(C.OP) == "N"), 1).otherwise(0)
-            removal = F.when(F.col(C.ERROR).isNull() & F.col(C.OP).isin("D", "T"), 1).otherwise(0)
-            stats = frame.agg(F.count(F.lit(1)), F.count(C.ERROR), F.sum(ignored_row), F.sum(removal)).collect()[0]
+            stats = frame.agg(F.count(F.lit(1)), F.count(C.ERROR), F.sum(ignored_row)).collect()[0]
         except Exception as exc:
             raise (translate(exc, reading=True) or exc) from exc
         rows_read, rows_bad, ignored = int(stats[0]), int(stats[1]), int(stats[2] or 0)
@@ -193,7 +192,7 @@ def plan_batch(
         stored = None
         if exists:
             # In log mode the stored state is the merged view, so late/tombstone/partial rules hold.
-            stored = log.read_merged(spark, table) if table.log_mode else spark.read.format("delta").load(table.path)
+            stored = log.read_merged(spark, table) if table.log_mode else delta.read_pinned(spark, table.path)
             assert stored is not None
             _check_table_columns(table, stored.columns)
             valid = delta.conform(
@@ -226,9 +225,7 @@ def plan_batch(
             frames.append(absent)
             snapshot_absent += absent.count()
             valid = valid.unionByName(absent, allowMissingColumns=True)
-        # Only a batch with deletes, truncates or a snapshot can append tombstones.
-        may_bury = bool(stats[3]) or bool(selection.snapshots)
-        tombs = tombstones.read(spark, table, selection.ledger.batch_ids, checkpoint=may_bury)
+        tombs = tombstones.read(spark, table, selection.ledger.batch_ids)
         small = rows_read + snapshot_absent <= BROADCAST_ROWS
         partial = table.partial_columns(changes.data_columns)
         history: scd2.History | None = None
@@ -250,7 +247,7 @@ def plan_batch(
                 ranges = key_ranges(valid, table.key)
             if table.log_mode and stored is not None and small and not selection.snapshots:
                 # Only the batch's keys of the merged view: never rank the whole table and log.
-                stored = log.read_merged(spark, table, keys=latest.select(*[F.col(f"`{k}`") for k in table.key]))
+                stored = log.read_merged(spark, table, keys=valid.select(*[F.col(f"`{k}`") for k in table.key]))
                 assert stored is not None
             candidates = stored.filter(ranges.predicate()) if stored is not None and ranges is not None else stored
             if table.log_mode and candidates is not None:
@@ -266,6 +263,7 @@ def plan_batch(
                 truncated_before=tombs.truncated_before,
                 compare=_compared(table, changes.data_columns, stored) if selection.snapshots else (),
                 broadcast=small,
+                keys=valid,
             ).persist(StorageLevel.MEMORY_AND_DISK)
             frames.append(classified)
         by_op = [(str(r[0]), str(r[1]), int(r[2])) for r in classified.groupBy(C.OUTCOME, C.OP).count().collect()]

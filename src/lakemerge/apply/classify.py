@@ -62,6 +62,7 @@ def classify(
     truncated_before: Column | None = None,
     compare: Sequence[str] = (),
     broadcast: bool = False,
+    keys: DataFrame | None = None,
 ) -> DataFrame:
     """Add ``_lm_outcome`` to each collapsed change, comparing with ``table`` (``None``: no table yet).
 
@@ -77,13 +78,16 @@ def classify(
         broadcast: the batch is small enough to broadcast: the stored rows are first reduced to
             the batch's keys with a broadcast semi-join, so that the table is scanned once and
             never shuffled (a left join cannot broadcast its preserved side).
+        keys: with ``broadcast``, a frame holding the same keys as ``changes`` that is cheaper to
+            compute (the batch before it was collapsed: duplicates do no harm to a semi-join, and
+            the collapse's shuffle is not run once more for the keys alone).
     """
     from pyspark.sql import functions as F
 
     op = F.col(C.OP)
     incoming = F.struct(*[F.col(f"`{c}`") for c in sequence])
     forgotten = F.lit(False)
-    keys = changes.select(*[F.col(f"`{k}`") for k in key]) if broadcast else None
+    keys = (changes if keys is None else keys).select(*[F.col(f"`{k}`") for k in key]) if broadcast else None
     if tombstones is not None:
         if keys is not None:
             tombstones = _of_keys(tombstones, keys, key)

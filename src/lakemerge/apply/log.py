@@ -117,20 +117,21 @@ def merged_view_sql(spark: SparkSession, table: TableConfig, relations: dict[str
 def read_merged(spark: SparkSession, table: TableConfig, keys: DataFrame | None = None) -> DataFrame | None:
     """What copy-on-write would hold now: the table with its log applied (``None`` when neither exists).
 
-    With ``keys`` (key columns of a batch small enough to broadcast), only those keys' rows: table
-    and log are each reduced to them by a broadcast semi-join before the per-key ranking, so that a
-    batch never shuffles the whole table (the ranking is per key, so the result is the same rows)."""
-    if keys is None:
-        sql = merged_view_sql(spark, table)
-        return spark.sql(sql) if sql is not None else None
+    Table and log are read at their versions now (:func:`delta.read_pinned`), so that a batch's
+    append to the log leaves its cached classification alone. With ``keys`` (key columns of a batch
+    small enough to broadcast), only those keys' rows: table and log are each reduced to them by a
+    broadcast semi-join before the per-key ranking, so that a batch never shuffles the whole table
+    (the ranking is per key, so the result is the same rows)."""
     from pyspark.sql import functions as F
 
     relations: dict[str, str] = {}
     for path in (table.path, table.log_table):
         if delta.table_exists(spark, path):
-            name = f"_lm_keyed_{uuid.uuid4().hex}"
-            frame = spark.read.format("delta").load(path)
-            frame.join(F.broadcast(keys), on=list(table.key), how="left_semi").createOrReplaceTempView(name)
+            name = f"_lm_merged_{uuid.uuid4().hex}"
+            frame = delta.read_pinned(spark, path)
+            if keys is not None:
+                frame = frame.join(F.broadcast(keys), on=list(table.key), how="left_semi")
+            frame.createOrReplaceTempView(name)
             relations[path] = name
     try:
         sql = merged_view_sql(spark, table, relations)

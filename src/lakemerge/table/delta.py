@@ -155,7 +155,21 @@ def _snapshot(spark: SparkSession, path: str) -> Any:
 
 def table_properties(spark: SparkSession, path: str) -> dict[str, str]:
     """The table's properties, from its latest snapshot's metadata."""
-    snapshot = _snapshot(spark, path)
+    return _properties(_snapshot(spark, path))
+
+
+def read_pinned(spark: SparkSession, path: str) -> DataFrame:
+    """The table as of its latest version now, read by that version number.
+
+    Spark refreshes every cached plan that reads a path's latest version when the path is written;
+    a batch writes to paths its cached classification read (its tombstones, its log, its own
+    commit), which would drop that classification and plan or compute it again. A read of a fixed
+    version is a different relation, which those refreshes leave alone."""
+    version = int(_snapshot(spark, path).version())
+    return spark.read.format("delta").option("versionAsOf", version).load(path)
+
+
+def _properties(snapshot: Any) -> dict[str, str]:
     configuration = snapshot.metadata().configuration()
     iterator = configuration.iterator()
     found: dict[str, str] = {}

@@ -72,24 +72,22 @@ def exists(spark: SparkSession, table: TableConfig) -> bool:
     return bool(DeltaTable.isDeltaTable(spark, table.tombstone_table))
 
 
-def read(spark: SparkSession, table: TableConfig, committed: Collection[str], *, checkpoint: bool = True) -> Tombstones:
+def read(spark: SparkSession, table: TableConfig, committed: Collection[str]) -> Tombstones:
     """The tombstones to honour: confirmed ones, and those of batches in ``committed``.
 
-    With ``checkpoint`` (the batch may append tombstones), the key tombstones are computed now and
-    cut from the side table: a cached plan that still read the side table would be recomputed by
-    Spark's cache manager as soon as the batch appends to it (a Delta write refreshes every cached
-    plan over the path it writes), so the batch's classification would run a second time.
+    The side table is read at the version it has now (:func:`delta.read_pinned`): a batch appends
+    its own tombstones after it classified, which must not drop its cached classification.
 
     One small action finds the newest truncate, when the side table has ever held one. Returns an
     empty :class:`Tombstones` when the table keeps none."""
     from pyspark.sql import functions as F
 
-    from lakemerge.table.delta import table_properties
+    from lakemerge.table.delta import read_pinned, table_properties
 
     if not table.tombstones or not exists(spark, table):
         return Tombstones()
     truncates = table_properties(spark, table.tombstone_table).get(TRUNCATES_PROPERTY) == "true"
-    frame = spark.read.format("delta").load(table.tombstone_table)
+    frame = read_pinned(spark, table.tombstone_table)
     honoured = F.col(CONFIRMED)
     if committed:
         ids = spark.createDataFrame([(i,) for i in sorted(committed)], f"{BATCH_ID} STRING")
@@ -107,7 +105,7 @@ def read(spark: SparkSession, table: TableConfig, committed: Collection[str], *,
         values = truncate.asDict()
         before = F.struct(*[F.lit(values[c]).cast(types[c]).alias(c) for c in sequence])
     keys = frame.filter(~F.col(TRUNCATE)).select(*[F.col(f"`{c}`") for c in (*table.key, *sequence)])
-    return Tombstones(rows=keys.localCheckpoint() if checkpoint else keys, truncated_before=before)
+    return Tombstones(rows=keys, truncated_before=before)
 
 
 def append(
