@@ -83,6 +83,16 @@ def _spark(master: str | None, verbose: bool, settings: Any = None) -> Any:
     return get_spark(settings, verbose=verbose)
 
 
+def _tables(pipeline: Path, names: list[str] | None, master: str | None, verbose: bool) -> tuple[Any, list[Any], Any]:
+    """The pipeline file's config, its tables called ``names`` (all when none) and the Spark
+    session its settings start."""
+    from lakemerge.config.pipeline_file import load_pipeline
+
+    config = load_pipeline(pipeline)
+    chosen = [config.table(n) for n in names] if names else list(config.tables.values())
+    return config, chosen, _spark(master, verbose, config.spark)
+
+
 @app.command()
 @_handled
 def apply(
@@ -201,12 +211,9 @@ def run(
     (nothing of it is committed).
     """
     from lakemerge.batch import apply_table
-    from lakemerge.config.pipeline_file import load_pipeline
     from lakemerge.run import run_pipeline
 
-    config = load_pipeline(pipeline)
-    chosen = [config.table(n) for n in table] if table else list(config.tables.values())
-    spark = _spark(master, verbose, config.spark)
+    config, chosen, spark = _tables(pipeline, table, master, verbose)
     if dry_run:
         results = [apply_table(one, spark=spark, dry_run=True) for one in chosen]
     else:
@@ -339,12 +346,9 @@ def vacuum(
     verbose: VerboseOpt = False,
 ) -> None:
     """Drop expired and orphaned tombstones, then delete the files no recent version needs (Delta VACUUM)."""
-    from lakemerge.config.pipeline_file import load_pipeline
     from lakemerge.table.vacuum import vacuum as vacuum_table
 
-    config = load_pipeline(pipeline)
-    chosen = [config.table(n) for n in table] if table else list(config.tables.values())
-    spark = _spark(master, verbose, config.spark)
+    _config, chosen, spark = _tables(pipeline, table, master, verbose)
     results = [vacuum_table(spark, one, retain_hours=retain_hours) for one in chosen]
     if json_out:
         output.emit_json({"tables": [r.to_dict() for r in results]})
@@ -419,12 +423,9 @@ def compact(
     verbose: VerboseOpt = False,
 ) -> None:
     """Fold log tables' change logs into the tables, bin-pack and cluster by key, purge deletion vectors."""
-    from lakemerge.config.pipeline_file import load_pipeline
     from lakemerge.table.maintenance import compact as compact_table
 
-    config = load_pipeline(pipeline)
-    chosen = [config.table(n) for n in table] if table else list(config.tables.values())
-    spark = _spark(master, verbose, config.spark)
+    _config, chosen, spark = _tables(pipeline, table, master, verbose)
     results = [compact_table(one, spark=spark) for one in chosen]
     if json_out:
         output.emit_json({"tables": [r.to_dict() for r in results]})
