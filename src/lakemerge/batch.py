@@ -538,20 +538,7 @@ def preview(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
     else:
         partitions = 1 if plan.metrics.inserted + plan.metrics.updated + plan.metrics.deleted else 0
     files = int(frame.agg(*aggregates).collect()[0]["files"]) if aggregates else 0
-    return BatchResult(
-        table=plan.table.name,
-        path=plan.table.path,
-        batch_id=plan.batch_id,
-        version=None,
-        created=not plan.exists,
-        files=plan.applied,
-        skipped_files=plan.skipped,
-        metrics=plan.metrics,
-        seconds=round(time.monotonic() - plan.started, 3),
-        dry_run=True,
-        files_touched=files,
-        partitions_touched=partitions,
-    )
+    return _dry_result(plan, files_touched=files, partitions_touched=partitions)
 
 
 def _preview_history(plan: BatchPlan, history: scd2.History) -> BatchResult:
@@ -563,6 +550,11 @@ def _preview_history(plan: BatchPlan, history: scd2.History) -> BatchResult:
         partitions = history.source.select(*[F.col(f"`{c}`") for c in partition_by]).distinct().count()
     else:
         partitions = 1 if plan.writes else 0
+    return _dry_result(plan, partitions_touched=partitions)
+
+
+def _dry_result(plan: BatchPlan, *, partitions_touched: int, files_touched: int | None = None) -> BatchResult:
+    """The result of a dry run of ``plan``: what it would write, nothing committed."""
     return BatchResult(
         table=plan.table.name,
         path=plan.table.path,
@@ -574,7 +566,8 @@ def _preview_history(plan: BatchPlan, history: scd2.History) -> BatchResult:
         metrics=plan.metrics,
         seconds=round(time.monotonic() - plan.started, 3),
         dry_run=True,
-        partitions_touched=partitions,
+        partitions_touched=partitions_touched,
+        files_touched=files_touched,
     )
 
 
