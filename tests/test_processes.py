@@ -140,7 +140,7 @@ def test_two_writers_and_a_reader(tmp_path: Path) -> None:
     """Two ``lakemerge run --watch`` processes on one pipeline while files keep arriving; a reader
     checks that every version it sees shows whole batches only (every file updates every key, so a
     version mixing two files' values would be a partial batch)."""
-    files = 6
+    files = 4
     (tmp_path / "landing").mkdir(parents=True)
     path = pipeline(tmp_path, max_files=2)
     text = path.read_text().replace("max_files_per_batch = 2", "max_files_per_batch = 2\ncommit_attempts = 20")
