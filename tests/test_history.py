@@ -297,7 +297,7 @@ def test_tombstones_of_a_batch_that_never_committed_are_not_honoured(spark: obje
     lakemerge.apply_table(config, inputs=[str(b0)], spark=spark)
     ghost = spark.createDataFrame([(1, 50)], "id INT, seq BIGINT")
     tombstones.append(
-        spark, config, ghost, truncate=None, batch=2, batch_id="crashed", types={"id": "int", "seq": "bigint"}
+        spark, config, ghost, truncate=None, batch=2, batch_id="crashed", types={"id": "int", "seq": "bigint"}, count=1
     )
     b1 = write_batch(
         tmp_path / "b1",
@@ -317,7 +317,7 @@ def test_vacuum_drops_orphans_and_expired_tombstones(spark: object, tmp_path: Pa
     lakemerge.apply_table(config, inputs=[str(b0)], spark=spark)
     ghost = spark.createDataFrame([(3, 50)], "id INT, seq BIGINT")
     tombstones.append(
-        spark, config, ghost, truncate=None, batch=1, batch_id="crashed", types={"id": "int", "seq": "bigint"}
+        spark, config, ghost, truncate=None, batch=1, batch_id="crashed", types={"id": "int", "seq": "bigint"}, count=1
     )
     result = lakemerge.vacuum(config, spark=spark)
     assert (result.tombstones_removed, result.tombstones_kept) == (1, 1), "the orphan goes, the real one stays"

@@ -159,3 +159,14 @@ def test_the_batch_s_own_writes_leave_its_cached_classification_in_place(
         assert _loaded(plan.classified), "classification dropped from the cache by the batch's own writes"
     finally:
         plan.release()
+
+
+def test_a_batch_appends_its_tombstones_in_one_file(spark: Any, tmp_path: Path) -> None:
+    """Every batch reads the side table, so a batch adds one file of tombstones to it, not one per
+    shuffle partition of its classification."""
+    table = _table(tmp_path)
+    _batch(spark, table, tmp_path / "1", [f"{k},1,U,v{k}" for k in range(20)])
+    _batch(spark, table, tmp_path / "2", [f"{k},2,D," for k in range(0, 20, 2)] + ["99,2,D,"])
+    side = deltalake.DeltaTable(table.tombstone_table)
+    assert len(side.to_pyarrow_table()) == 11, "10 deletes and one of an absent key"
+    assert len(side.file_uris()) == 1

@@ -432,6 +432,7 @@ def _write_tombstones(spark: SparkSession, plan: BatchPlan) -> None:
         batch=plan.txn_version,
         batch_id=plan.batch_id,
         types=types,
+        count=plan.metrics.tombstones_written,
     )
 
 

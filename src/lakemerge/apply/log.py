@@ -27,9 +27,6 @@ if TYPE_CHECKING:
 #: Columns of the log table beside the data columns.
 LOG_OP, LOG_BATCH = C.OP, "_lm_batch"
 _RANK = "_lm_rank"
-#: Rows per log file: a batch's log rows are written in files of about this many rows, not in
-#: one file per shuffle partition.
-ROWS_PER_FILE = 1_000_000
 
 
 def append(
@@ -44,7 +41,7 @@ def append(
     small: bool = False,
 ) -> None:
     """Append the batch's writes to the log in one commit (an empty append when it writes nothing,
-    so that the batch's record exists), in files of about :data:`ROWS_PER_FILE` rows. ``small``:
+    so that the batch's record exists), in files of about :data:`delta.ROWS_PER_FILE` rows. ``small``:
     the batch's keys can be broadcast (see :func:`read_merged`). Call inside
     :func:`delta.commit_record`."""
     from pyspark.sql import functions as F
@@ -73,7 +70,7 @@ def append(
     else:
         rows = rows.drop(*[C.AFTER_DELETE] if partial else [])
     rows = rows.withColumn(LOG_BATCH, F.lit(txn_version).cast("bigint"))
-    rows = rows.coalesce(max(1, -(-writes // ROWS_PER_FILE)))
+    rows = rows.coalesce(delta.files_for(writes))
     rows.write.format("delta").mode("append").option("mergeSchema", "true").save(table.log_table)
 
 

@@ -44,6 +44,16 @@ _WIDENS_TO = {
 }
 
 
+#: Rows per file of what lakemerge appends beside a table (log rows, tombstones): files of about this
+#: many rows, not one per shuffle partition.
+ROWS_PER_FILE = 1_000_000
+
+
+def files_for(rows: int) -> int:
+    """How many files ``rows`` rows are written in (at least one): see :data:`ROWS_PER_FILE`."""
+    return max(1, -(-rows // ROWS_PER_FILE))
+
+
 def table_exists(spark: SparkSession, path: str) -> bool:
     """True when ``path`` holds a Delta table; an existing non-Delta directory is an error."""
     from delta.tables import DeltaTable

@@ -117,11 +117,16 @@ def append(
     batch: int,
     batch_id: str,
     types: dict[str, str],
+    count: int,
 ) -> None:
     """Append the batch's tombstones: ``deletes`` (key and sequence columns) and, for a truncate,
-    one table-wide row. ``types`` gives the SQL type of each key and sequence column, so that a
-    truncate's null key columns are typed like the table's."""
+    one table-wide row, ``count`` rows in all, in files of about :data:`delta.ROWS_PER_FILE` rows
+    (not one per shuffle partition: the side table is read by every batch). ``types`` gives the SQL
+    type of each key and sequence column, so that a truncate's null key columns are typed like the
+    table's."""
     from pyspark.sql import functions as F
+
+    from lakemerge.table.delta import files_for
 
     columns = (*table.key, *table.sequence_columns)
     parts: list[DataFrame] = []
@@ -150,7 +155,7 @@ def append(
     )
     if truncate is not None:
         _mark_truncates(spark, table, rows.limit(0))
-    rows.write.format("delta").mode("append").save(table.tombstone_table)
+    rows.coalesce(files_for(count)).write.format("delta").mode("append").save(table.tombstone_table)
 
 
 def _mark_truncates(spark: SparkSession, table: TableConfig, empty: DataFrame) -> None:
