@@ -245,7 +245,8 @@ def plan_batch(
             # snapshot reaches every stored row.
             if stored is not None and truncate.before is None and not selection.snapshots:
                 ranges = key_ranges(valid, table.key)
-            if table.log_mode and stored is not None and small and not selection.snapshots:
+            of_keys = table.log_mode and stored is not None and small and not selection.snapshots
+            if of_keys:
                 # Only the batch's keys of the merged view: never rank the whole table and log.
                 stored = log.read_merged(spark, table, keys=valid.select(*[F.col(f"`{k}`") for k in table.key]))
                 assert stored is not None
@@ -264,6 +265,7 @@ def plan_batch(
                 compare=_compared(table, changes.data_columns, stored) if selection.snapshots else (),
                 broadcast=small,
                 keys=valid,
+                table_of_keys=of_keys,
             ).persist(StorageLevel.MEMORY_AND_DISK)
             frames.append(classified)
         by_op = [(str(r[0]), str(r[1]), int(r[2])) for r in classified.groupBy(C.OUTCOME, C.OP).count().collect()]

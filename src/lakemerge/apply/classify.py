@@ -63,6 +63,7 @@ def classify(
     compare: Sequence[str] = (),
     broadcast: bool = False,
     keys: DataFrame | None = None,
+    table_of_keys: bool = False,
 ) -> DataFrame:
     """Add ``_lm_outcome`` to each collapsed change, comparing with ``table`` (``None``: no table yet).
 
@@ -81,6 +82,9 @@ def classify(
         keys: with ``broadcast``, a frame holding the same keys as ``changes`` that is cheaper to
             compute (the batch before it was collapsed: duplicates do no harm to a semi-join, and
             the collapse's shuffle is not run once more for the keys alone).
+        table_of_keys: with ``broadcast``, ``table`` holds only the batch's keys already (a log
+            table's merged view reduced to them): it is broadcast as it is, without one more
+            semi-join (each is a broadcast job of its own).
     """
     from pyspark.sql import functions as F
 
@@ -113,7 +117,7 @@ def classify(
         *([values_hash(compare).alias("_lm_t_hash")] if compare else []),
     )
     if keys is not None:
-        stored = _of_keys(stored, keys, key)
+        stored = F.broadcast(stored) if table_of_keys else _of_keys(stored, keys, key)
     joined = _join_on_key(changes, stored, key, "_lm_t")
     found = F.col("_lm_t_found").isNotNull()
     if truncate_before is not None:
