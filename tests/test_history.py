@@ -286,14 +286,25 @@ def test_a_late_update_older_than_a_delete_is_not_resurrected(spark: object, tmp
     assert sorted((g["id"], g["seq"]) for g in graves) == [(1, 5), (9, 5)]
 
 
-def test_tombstones_of_a_batch_that_never_committed_are_not_honoured(spark: object, tmp_path: Path) -> None:
+@pytest.mark.parametrize("inline_ids", [tombstones.INLINE_IDS, 0], ids=["ids-in-filter", "ids-broadcast"])
+def test_tombstones_of_a_batch_that_never_committed_are_not_honoured(
+    spark: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inline_ids: int
+) -> None:
     """A crash between the tombstone append and the table commit leaves tombstones tagged with a
-    batch id the table's history lacks: nobody honours them, and the rerun writes its own."""
+    batch id the table's history lacks: nobody honours them, and the rerun writes its own. Those of
+    committed batches are honoured, whether their ids are few (in the read's filter) or many."""
     from pyspark.sql import SparkSession
 
     assert isinstance(spark, SparkSession)
+    monkeypatch.setattr(tombstones, "INLINE_IDS", inline_ids)
     config = latest_table(tmp_path)
-    b0 = write_batch(tmp_path / "b0", [[{"id": 1, "seq": 1, "op": "U", "name": "a"}]])
+    b0 = write_batch(
+        tmp_path / "b0",
+        [
+            [{"id": 1, "seq": 1, "op": "U", "name": "a"}, {"id": 3, "seq": 1, "op": "U", "name": "c"}],
+            [{"id": 3, "seq": 2, "op": "D"}],
+        ],
+    )
     lakemerge.apply_table(config, inputs=[str(b0)], spark=spark)
     ghost = spark.createDataFrame([(1, 50)], "id INT, seq BIGINT")
     tombstones.append(
@@ -301,10 +312,16 @@ def test_tombstones_of_a_batch_that_never_committed_are_not_honoured(spark: obje
     )
     b1 = write_batch(
         tmp_path / "b1",
-        [[{"id": 1, "seq": 7, "op": "U", "name": "kept"}, {"id": 2, "seq": 7, "op": "U", "name": "new"}]],
+        [
+            [
+                {"id": 1, "seq": 7, "op": "U", "name": "kept"},
+                {"id": 2, "seq": 7, "op": "U", "name": "new"},
+                {"id": 3, "seq": 1, "op": "U", "name": "older than its delete"},
+            ]
+        ],
     )
     result = lakemerge.apply_table(config, inputs=[str(b1)], spark=spark)
-    assert (result.metrics.updated, result.metrics.inserted, result.metrics.late) == (1, 1, 0)
+    assert (result.metrics.updated, result.metrics.inserted, result.metrics.late) == (1, 1, 1)
     assert plain_rows(config.path) == [(1, 7, "kept"), (2, 7, "new")]
 
 

@@ -39,6 +39,9 @@ BATCH, BATCH_ID, WRITTEN_AT, TRUNCATE, CONFIRMED = (
 )
 #: Side-table property set before the first truncate tombstone is written.
 TRUNCATES_PROPERTY = "lakemerge.truncates"
+#: Up to this many committed batch ids are written into the read's filter (a hash set in the plan);
+#: more are broadcast as a table, which costs a Spark job of its own.
+INLINE_IDS = 10_000
 #: The newest tombstone sequence of a key, as a struct of the sequence columns, in :func:`latest`.
 SEQ = "_lm_tomb_seq"
 
@@ -89,7 +92,9 @@ def read(spark: SparkSession, table: TableConfig, committed: Collection[str]) ->
     truncates = table_properties(spark, table.tombstone_table).get(TRUNCATES_PROPERTY) == "true"
     frame = read_pinned(spark, table.tombstone_table)
     honoured = F.col(CONFIRMED)
-    if committed:
+    if committed and len(committed) <= INLINE_IDS:
+        honoured = honoured | F.col(BATCH_ID).isin(sorted(committed))
+    elif committed:
         ids = spark.createDataFrame([(i,) for i in sorted(committed)], f"{BATCH_ID} STRING")
         frame = frame.join(F.broadcast(ids.withColumn("_lm_known", F.lit(True))), on=BATCH_ID, how="left")
         honoured = honoured | F.col("_lm_known").isNotNull()
