@@ -110,6 +110,7 @@ def environment() -> str:
 def write(raws: list[str], out: str) -> None:
     """Write ``results-table.md`` and ``bench.png`` under ``out`` from the raw results files
     (several when the peers were run by several invocations of the harness)."""
+    os.makedirs(out, exist_ok=True)
     results: list[dict[str, Any]] = []
     commands = []
     for raw in raws:
