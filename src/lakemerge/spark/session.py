@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -62,16 +61,15 @@ def session_conf(settings: SparkSettings) -> dict[str, str]:
     tables exactly as ``lakemerge run`` does.
     """
     conf = dict(_DEFAULTS)
-    threads = local_threads(settings.master)
-    if threads is not None:
+    if settings.master.startswith("local"):
         conf.update(
             {
                 "spark.ui.enabled": "false",
                 "spark.sql.shuffle.partitions": "8",
                 # Delta rebuilds a table's file list with one Spark job the first time each new
-                # version is read: one partition per core (at most 8), not Delta's 50, which on a
-                # small machine cost 0.1-0.2 s more per new version (bench/RESULTS.md).
-                "spark.databricks.delta.snapshotPartitions": str(min(threads, 8)),
+                # version is read, in this many partitions: one is the fastest for the logs a local
+                # session sees (bench/RESULTS.md, `python -m bench.snapshots`); clusters keep Delta's.
+                "spark.databricks.delta.snapshotPartitions": "1",
             }
         )
     if settings.catalog == "hive":
@@ -94,20 +92,6 @@ def session_conf(settings: SparkSettings) -> dict[str, str]:
         packages.extend(p.strip() for p in extra.split(",") if p.strip())
     conf["spark.jars.packages"] = ",".join(dict.fromkeys(packages))
     return conf
-
-
-def local_threads(master: str) -> int | None:
-    """How many worker threads a ``local`` master runs (``local[*]``: the machine's cores); ``None``
-    for any other master."""
-    found = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master.strip())
-    if found is None:
-        return None
-    count = found.group(1)
-    if count is None:
-        return 1
-    if count == "*":
-        return os.cpu_count() or 1
-    return max(int(count), 1)
 
 
 def get_spark(settings: SparkSettings | None = None, *, verbose: bool = False) -> SparkSession:
