@@ -18,7 +18,6 @@ def spark() -> Iterator[object]:
             conf={
                 "spark.sql.shuffle.partitions": "2",
                 "spark.default.parallelism": "2",
-                "spark.databricks.delta.snapshotPartitions": "2",
                 "spark.ui.enabled": "false",
             },
         )
