@@ -325,10 +325,15 @@ def test_tombstones_of_a_batch_that_never_committed_are_not_honoured(
     assert plain_rows(config.path) == [(1, 7, "kept"), (2, 7, "new")]
 
 
-def test_vacuum_drops_orphans_and_expired_tombstones(spark: object, tmp_path: Path) -> None:
+@pytest.mark.parametrize("inline_ids", [tombstones.INLINE_IDS, 0], ids=["ids-in-filter", "ids-broadcast"])
+def test_vacuum_drops_orphans_and_expired_tombstones(
+    spark: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inline_ids: int
+) -> None:
+    """Both ways of telling committed batches (their ids in the filter, or broadcast as a table)."""
     from pyspark.sql import SparkSession
 
     assert isinstance(spark, SparkSession)
+    monkeypatch.setattr(tombstones, "INLINE_IDS", inline_ids)
     config = latest_table(tmp_path, tombstone_retention_days=1)
     b0 = write_batch(tmp_path / "b0", [[{"id": 1, "seq": 1, "op": "U", "name": "a"}, {"id": 1, "seq": 2, "op": "D"}]])
     lakemerge.apply_table(config, inputs=[str(b0)], spark=spark)

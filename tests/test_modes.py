@@ -215,6 +215,62 @@ def test_a_compaction_failing_after_the_fold_changes_nothing_the_view_returns(sp
     assert lakemerge.vacuum(log, spark=spark).table == "log"
 
 
+def test_a_log_table_keeps_its_tombstones_in_the_log_until_compaction_moves_them(spark: Any, tmp_path: Path) -> None:
+    """A log table's deletes (of stored keys and of absent ones) are rows of its log, committed with
+    their batch: no second commit to a tombstone table per batch. Compaction moves them to the
+    tombstone table, confirmed and dated by their batch's commit, before it empties the log; they
+    keep rejecting older records throughout, and vacuum expires them by the delete's date."""
+    from lakemerge.apply import log as log_mode
+    from lakemerge.table import delta, tombstones
+
+    table = config(tmp_path, "log", write_mode="log", tombstone_retention_days=1)
+    before = [{"k": k, "seq": 1, "op": "U", "a": "p", "b": None} for k in range(3)]
+    deletes = [{"k": 0, "seq": 5, "op": "D", "a": None, "b": None}, {"k": 9, "seq": 5, "op": "D", "a": None, "b": None}]
+    late = [{"k": 0, "seq": 3, "op": "U", "a": "old", "b": None}, {"k": 9, "seq": 3, "op": "U", "a": "old", "b": None}]
+    for n, rows in enumerate([before, deletes]):
+        write_batch(tmp_path / f"b{n}", [rows])
+        result = lakemerge.apply_table(table, inputs=[str(tmp_path / f"b{n}")], spark=spark)
+    assert (result.metrics.deleted, result.metrics.deletes_absent, result.metrics.tombstones_written) == (1, 1, 2)
+    assert not deltalake.DeltaTable.is_deltatable(table.tombstone_table), "no tombstone table written per batch"
+    logged = deltalake.DeltaTable(table.log_table).to_pyarrow_table().to_pylist()
+    assert sorted((r["k"], r["seq"], r[log_mode.LOG_OP]) for r in logged if r["_lm_batch"] == 2) == [
+        (0, 5, "D"),
+        (9, 5, "D"),
+    ]
+    view = merged(spark, table)
+    write_batch(tmp_path / "b2", [late])
+    assert lakemerge.apply_table(table, inputs=[str(tmp_path / "b2")], spark=spark).metrics.late == 2
+    assert merged(spark, table) == view
+
+    compacted = maintenance.compact(table, spark=spark)
+    assert compacted.tombstones_moved == 2
+    assert (
+        maintenance._move_tombstones(  # a rerun moves nothing twice
+            spark, table, spark.read.format("delta").load(table.log_table), upto=3
+        )
+        == 0
+    )
+    assert not [r for r in deltalake.DeltaTable(table.log_table).to_pyarrow_table().to_pylist()]
+    committed = {
+        record["txn_version"]: int(row["ts_ms"])
+        for row in delta.history_rows(spark, table.log_table)
+        if (record := delta.parse_record(row["userMetadata"]))
+    }
+    moved = deltalake.DeltaTable(table.tombstone_table).to_pyarrow_table().to_pylist()
+    assert sorted((g["k"], g["seq"], g[tombstones.BATCH], g[tombstones.CONFIRMED]) for g in moved) == [
+        (0, 5, 2, True),
+        (9, 5, 2, True),
+    ]
+    assert {g[tombstones.WRITTEN_AT] for g in moved} == {committed[2]}, "dated by the delete's batch commit"
+    write_batch(tmp_path / "b3", [late])
+    assert lakemerge.apply_table(table, inputs=[str(tmp_path / "b3")], spark=spark).metrics.late == 2
+    assert merged(spark, table) == view == canonical(before[1:])
+
+    lakemerge.vacuum(table, spark=spark, now_ms=committed[2] + 2 * 86_400_000)
+    write_batch(tmp_path / "b4", [late])
+    assert lakemerge.apply_table(table, inputs=[str(tmp_path / "b4")], spark=spark).metrics.inserted == 2
+
+
 def test_automatic_compaction_after_n_batches(spark: Any, tmp_path: Path) -> None:
     log = config(tmp_path, "log", write_mode="log", compact_after_batches=2, clustering="zorder")
     for n in range(2):

@@ -250,6 +250,10 @@ def plan_batch(
                 # Only the batch's keys of the merged view: never rank the whole table and log.
                 stored = log.read_merged(spark, table, keys=valid.select(*[F.col(f"`{k}`") for k in table.key]))
                 assert stored is not None
+            if table.log_mode and table.tombstones and stored is not None:
+                # A log table's deletes are in its log: tombstones committed with their batches
+                # (classify reduces them to the batch's keys, like the tombstone table's).
+                tombs = tombs.adding(log.tombstones(spark, table))
             candidates = stored.filter(ranges.predicate()) if stored is not None and ranges is not None else stored
             if table.log_mode and candidates is not None:
                 candidates = log.with_file_column(candidates)
@@ -357,7 +361,8 @@ def commit_batch(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
     if plan.bad is not None:
         with _translated():
             quarantine.write_bad_rows(plan.bad, plan.table.quarantine)
-    if metrics.tombstones_written:
+    if metrics.tombstones_written and not plan.table.log_mode:
+        # (A log table's tombstones are rows of its log, appended below with the batch.)
         with _translated():
             _write_tombstones(spark, plan)
     with delta.commit_record(spark, record, txn_version=plan.txn_version), _translated():
@@ -378,7 +383,7 @@ def commit_batch(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
                 data_columns=plan.data_columns,
                 partial=plan.partial,
                 txn_version=plan.txn_version,
-                writes=metrics.inserted + metrics.updated + metrics.deleted,
+                writes=metrics.inserted + metrics.updated + metrics.deleted + metrics.deletes_absent,
                 small=plan.small,
             )
         else:

@@ -69,6 +69,7 @@ class CompactionResult:
         table / path: the table.
         log_batches_folded: log batches folded into the table by this compaction (``log`` mode).
         log_rows_folded: log rows read for folding; ``log_rows_deleted`` removed from the log after.
+        tombstones_moved: the log's deletes appended to the tombstone table before they left the log.
         version: the table version of the fold commit, when there was one.
         files_removed / files_added / bytes_removed / bytes_added: OPTIMIZE's bin-packing metrics.
         deletion_vectors_purged: whether REORG ... APPLY (PURGE) ran (``deletion_vectors`` mode).
@@ -81,6 +82,7 @@ class CompactionResult:
     log_batches_folded: int = 0
     log_rows_folded: int = 0
     log_rows_deleted: int = 0
+    tombstones_moved: int = 0
     version: int | None = None
     files_removed: int = 0
     files_added: int = 0

@@ -8,6 +8,10 @@ number (``_lm_batch``) and the operation (``_lm_op``: ``U`` or ``D``).
 The merged view is, per key, the row of the greatest batch over the table (batch 0) and the log,
 kept when it is an upsert. A log row that compaction already folded into the table equals the
 table's row, so the view needs no watermark: it is the same before, during and after compaction.
+
+The log's deletes are also the table's tombstones (:func:`tombstones`): a delete of a key the view
+does not hold is appended too when the table keeps tombstones, so that one commit records the batch,
+its rows and its tombstones. Compaction moves them to the tombstone table before it deletes them here.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from lakemerge.apply.classify import WRITES
+from lakemerge.apply.classify import WRITES, Outcome
 from lakemerge.config.models import TableConfig
 from lakemerge.feeds import columns as C
 from lakemerge.table import delta
@@ -41,13 +45,15 @@ def append(
     small: bool = False,
 ) -> None:
     """Append the batch's writes to the log in one commit (an empty append when it writes nothing,
-    so that the batch's record exists), in files of about :data:`delta.ROWS_PER_FILE` rows. ``small``:
-    the batch's keys can be broadcast (see :func:`read_merged`). Call inside
-    :func:`delta.commit_record`."""
+    so that the batch's record exists), in files of about :data:`delta.ROWS_PER_FILE` rows: its
+    inserts, updates and deletes, and (when the table keeps tombstones) its deletes of keys the view
+    does not hold. ``small``: the batch's keys can be broadcast (see :func:`read_merged`). Call
+    inside :func:`delta.commit_record`."""
     from pyspark.sql import functions as F
 
     extra = [F.col(C.AFTER_DELETE)] if partial else []
-    rows = classified.filter(F.col(C.OUTCOME).isin([o.value for o in WRITES])).select(
+    kept = [o.value for o in (*WRITES, *((Outcome.ABSENT,) if table.tombstones else ()))]
+    rows = classified.filter(F.col(C.OUTCOME).isin(kept)).select(
         *[F.col(f"`{c}`") for c in data_columns], F.col(C.OP), *extra
     )
     stored = read_merged(spark, table, keys=rows.select(*[F.col(f"`{k}`") for k in table.key]) if small else None)
@@ -72,6 +78,18 @@ def append(
     rows = rows.withColumn(LOG_BATCH, F.lit(txn_version).cast("bigint"))
     rows = rows.coalesce(delta.files_for(writes))
     rows.write.format("delta").mode("append").option("mergeSchema", "true").save(table.log_table)
+
+
+def tombstones(spark: SparkSession, table: TableConfig) -> DataFrame | None:
+    """The log's deletes as tombstones: key and sequence columns of its ``D`` rows, read at the log's
+    version now (``None`` when there is no log). Each was committed with its batch's record, so every
+    one counts."""
+    from pyspark.sql import functions as F
+
+    if not log_exists(spark, table):
+        return None
+    frame = delta.read_pinned(spark, table.log_table).filter(F.col(LOG_OP) == "D")
+    return frame.select(*[F.col(f"`{c}`") for c in (*table.key, *table.sequence_columns)])
 
 
 def log_exists(spark: SparkSession, table: TableConfig) -> bool:

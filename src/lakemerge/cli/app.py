@@ -432,6 +432,8 @@ def compact(
         return
     for r in results:
         folded = f"{r.log_batches_folded} log batches ({r.log_rows_folded} rows) folded, " if r.log_rows_folded else ""
+        if r.tombstones_moved:
+            folded += f"{r.tombstones_moved} tombstones moved out of the log, "
         output.out.print(
             f"[bold]{r.table}[/]: {folded}{r.files_removed} files rewritten into {r.files_added}"
             f"{', deletion vectors purged' if r.deletion_vectors_purged else ''} ({r.seconds:.1f} s)"

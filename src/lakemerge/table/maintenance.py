@@ -3,9 +3,12 @@ key, purge deletion vectors (docs/modes.md §Compaction).
 
 Folding is crash-safe for readers of the merged view: the log rows up to the last batch (the
 watermark) are MERGEd into the table in one commit made idempotent under the transaction id
-``lakemerge.compact`` with the watermark as its version, so a rerun skips a fold already made. Only
-then are the folded rows deleted from the log. The view prefers log rows over table rows and a
-folded log row equals what the fold wrote, so the view returns the same rows at every step.
+``lakemerge.compact`` with the watermark as its version, so a rerun skips a fold already made. Then
+the log's deletes up to the watermark (the table's tombstones while they are in the log) are
+appended to the tombstone table, confirmed, in one commit made idempotent the same way under
+``lakemerge.compact.tombstones``. Only then are the folded rows deleted from the log. The view
+prefers log rows over table rows and a folded log row equals what the fold wrote, so the view
+returns the same rows at every step, and every tombstone is in the log, the tombstone table or both.
 """
 
 from __future__ import annotations
@@ -17,13 +20,16 @@ from typing import TYPE_CHECKING, Any
 from lakemerge.apply import log
 from lakemerge.config.models import TableConfig
 from lakemerge.results import CompactionResult
-from lakemerge.table import delta
+from lakemerge.table import delta, tombstones
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 #: Delta transaction id under which folds are committed; its version is the last log batch folded.
 COMPACT_APP_ID = "lakemerge.compact"
+#: Delta transaction id (on the tombstone table) under which the log's deletes are moved there; its
+#: version is the last log batch whose deletes were moved.
+TOMBSTONES_APP_ID = "lakemerge.compact.tombstones"
 
 #: Tests set this to simulate a crash between the fold commit and the log cleanup.
 after_fold: Callable[[], None] | None = None
@@ -90,11 +96,58 @@ def _fold(spark: SparkSession, table: TableConfig) -> dict[str, Any]:
         done = upto
     if after_fold is not None:
         after_fold()
+    if table.tombstones:
+        result["tombstones_moved"] = _move_tombstones(spark, table, entries, upto=done)
     stale = entries.filter(F.col(log.LOG_BATCH) <= done).count()
     if stale:
         spark.sql(f"DELETE FROM delta.`{_quoted(table.log_table)}` WHERE {log.LOG_BATCH} <= {done}")
     result["log_rows_deleted"] = stale
     return result
+
+
+def _move_tombstones(spark: SparkSession, table: TableConfig, entries: DataFrame, *, upto: int) -> int:
+    """Append the log's deletes of batches up to ``upto`` not moved yet to the tombstone table,
+    confirmed, each written at its batch's commit time (so that retention counts from the delete),
+    in one commit under :data:`TOMBSTONES_APP_ID` with version ``upto``. Returns the rows moved."""
+    from pyspark.sql import functions as F
+
+    moved = delta.txn_version(spark, table.tombstone_table, TOMBSTONES_APP_ID) if tombstones.exists(spark, table) else 0
+    if upto <= moved:
+        return 0
+    deletes = entries.filter(
+        (F.col(log.LOG_OP) == "D") & (F.col(log.LOG_BATCH) > moved) & (F.col(log.LOG_BATCH) <= upto)
+    ).persist()
+    try:
+        count = deletes.count()
+        if not count:
+            return 0
+        times = _batch_times(spark, table.log_table)
+        written = F.lit(int(time.time() * 1000))
+        if times:
+            when = spark.createDataFrame(sorted(times.items()), f"{log.LOG_BATCH} BIGINT, _lm_at BIGINT")
+            deletes = deletes.join(F.broadcast(when), on=log.LOG_BATCH, how="left")
+            written = F.coalesce(F.col("_lm_at"), written)
+        rows = deletes.select(
+            *[F.col(f"`{c}`") for c in (*table.key, *table.sequence_columns)],
+            F.col(log.LOG_BATCH).alias(tombstones.BATCH),
+            written.alias(tombstones.WRITTEN_AT),
+        )
+        record = {"compaction": {"tombstones_of_log_batches": [moved + 1, upto], "tombstones": count}}
+        with delta.commit_record(spark, record, txn_version=upto, app_id=TOMBSTONES_APP_ID):
+            tombstones.append_confirmed(table, rows)
+    finally:
+        deletes.unpersist()
+    return count
+
+
+def _batch_times(spark: SparkSession, path: str) -> dict[int, int]:
+    """Batch number → commit time (epoch milliseconds) of the batch records in ``path``'s history."""
+    times: dict[int, int] = {}
+    for row in delta.history_rows(spark, path):
+        record = delta.parse_record(row["userMetadata"])
+        if record and isinstance(record.get("txn_version"), int):
+            times.setdefault(int(record["txn_version"]), int(row["ts_ms"]))
+    return times
 
 
 def _merge(spark: SparkSession, table: TableConfig, latest: DataFrame, *, exists: bool) -> None:

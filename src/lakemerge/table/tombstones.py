@@ -15,13 +15,17 @@ tombstone is appended; a batch without truncates in the table's past pays no job
 A batch appends its tombstones before its table commit. An unconfirmed tombstone counts only
 while the table's history holds a commit of its batch id: a crash between the two writes, or a
 writer that lost a race, leaves tombstones that nobody honours.
+
+A ``log`` table writes no tombstone here per batch: its deletes are rows of the change log, committed
+with the batch (:func:`lakemerge.apply.log.tombstones` reads them), and compaction moves them here,
+confirmed, before it deletes them from the log (:func:`append_confirmed`).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from lakemerge.config.models import TableConfig
@@ -58,6 +62,12 @@ class Tombstones:
     rows: DataFrame | None = None
     truncated_before: Column | None = None
 
+    def adding(self, rows: DataFrame | None) -> Tombstones:
+        """These tombstones and ``rows`` (key and sequence columns, all honoured)."""
+        if rows is None:
+            return self
+        return replace(self, rows=rows if self.rows is None else self.rows.unionByName(rows))
+
     def latest(self, key: tuple[str, ...], sequence: tuple[str, ...]) -> DataFrame | None:
         """The newest tombstone of each key: key columns and :data:`SEQ`."""
         from pyspark.sql import functions as F
@@ -89,16 +99,11 @@ def read(spark: SparkSession, table: TableConfig, committed: Collection[str]) ->
 
     if not table.tombstones or not exists(spark, table):
         return Tombstones()
-    truncates = table_properties(spark, table.tombstone_table).get(TRUNCATES_PROPERTY) == "true"
+    # A log table takes no truncates (refused at config time), so it never looks for one.
+    truncates = not table.log_mode and table_properties(spark, table.tombstone_table).get(TRUNCATES_PROPERTY) == "true"
     frame = read_pinned(spark, table.tombstone_table)
-    honoured = F.col(CONFIRMED)
-    if committed and len(committed) <= INLINE_IDS:
-        honoured = honoured | F.col(BATCH_ID).isin(sorted(committed))
-    elif committed:
-        ids = spark.createDataFrame([(i,) for i in sorted(committed)], f"{BATCH_ID} STRING")
-        frame = frame.join(F.broadcast(ids.withColumn("_lm_known", F.lit(True))), on=BATCH_ID, how="left")
-        honoured = honoured | F.col("_lm_known").isNotNull()
-    frame = frame.filter(honoured)
+    frame, known = _known(spark, frame, committed)
+    frame = frame.filter(F.col(CONFIRMED) | known)
     sequence = table.sequence_columns
     truncate = None
     if truncates:
@@ -111,6 +116,20 @@ def read(spark: SparkSession, table: TableConfig, committed: Collection[str]) ->
         before = F.struct(*[F.lit(values[c]).cast(types[c]).alias(c) for c in sequence])
     keys = frame.filter(~F.col(TRUNCATE)).select(*[F.col(f"`{c}`") for c in (*table.key, *sequence)])
     return Tombstones(rows=keys, truncated_before=before)
+
+
+def _known(spark: SparkSession, frame: DataFrame, committed: Collection[str]) -> tuple[DataFrame, Column]:
+    """``frame`` and a condition: its row's batch id is among ``committed``. Up to
+    :data:`INLINE_IDS` ids go into the condition; more are broadcast as a table joined to ``frame``."""
+    from pyspark.sql import functions as F
+
+    if not committed:
+        return frame, F.lit(False)
+    if len(committed) <= INLINE_IDS:
+        return frame, F.col(BATCH_ID).isin(sorted(committed))
+    ids = spark.createDataFrame([(i,) for i in sorted(committed)], f"{BATCH_ID} STRING")
+    frame = frame.join(F.broadcast(ids.withColumn("_lm_known", F.lit(True))), on=BATCH_ID, how="left")
+    return frame, F.col("_lm_known").isNotNull()
 
 
 def append(
@@ -177,6 +196,22 @@ def _mark_truncates(spark: SparkSession, table: TableConfig, empty: DataFrame) -
     spark.sql(f"ALTER TABLE delta.`{quoted}` SET TBLPROPERTIES ('{TRUNCATES_PROPERTY}' = 'true')")
 
 
+def append_confirmed(table: TableConfig, rows: DataFrame) -> None:
+    """Append ``rows`` (key and sequence columns, :data:`BATCH` and :data:`WRITTEN_AT`) as
+    confirmed key tombstones, in one file: what compaction moves out of a ``log`` table's change log.
+    Call inside :func:`lakemerge.table.delta.commit_record` to make the append idempotent."""
+    from pyspark.sql import functions as F
+
+    rows.select(
+        *[F.col(f"`{c}`") for c in (*table.key, *table.sequence_columns)],
+        F.col(BATCH).cast("long").alias(BATCH),
+        F.lit(None).cast("string").alias(BATCH_ID),
+        F.col(WRITTEN_AT).cast("long").alias(WRITTEN_AT),
+        F.lit(False).alias(TRUNCATE),
+        F.lit(True).alias(CONFIRMED),
+    ).coalesce(1).write.format("delta").mode("append").save(table.tombstone_table)
+
+
 def deletes_of(classified: DataFrame, table: TableConfig, outcomes: Collection[str]) -> DataFrame:
     """The delete changes of ``classified`` whose outcome is among ``outcomes``: key and sequence."""
     from pyspark.sql import functions as F
@@ -212,11 +247,11 @@ def collect_garbage(
     before = frame.count()
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     horizon = now_ms - int(table.tombstone_retention_days * 86_400_000)
-    known = F.col(BATCH_ID).isin(sorted(committed)) if committed else F.lit(False)
+    frame, known = _known(spark, frame, committed)
     pending = ~F.col(CONFIRMED) & (F.col(BATCH) > txn_version)
     alive = F.col(CONFIRMED) | known | pending
     kept = frame.filter(alive & (F.col(WRITTEN_AT) >= horizon))
-    kept = kept.withColumn(CONFIRMED, F.col(CONFIRMED) | known)
+    kept = kept.withColumn(CONFIRMED, F.col(CONFIRMED) | known).drop("_lm_known")
     if not table.scd2:
         sequence = F.struct(*[F.col(f"`{c}`") for c in table.sequence_columns])
         group = [F.col(TRUNCATE), *[F.col(f"`{k}`") for k in table.key]]
