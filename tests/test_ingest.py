@@ -128,6 +128,50 @@ def test_a_writer_that_loses_the_race_commits_nothing(spark: object, tmp_path: P
     assert lakemerge.apply_table(t, spark=spark).version is None
 
 
+def test_the_ledger_reads_only_the_commits_made_since_its_last_walk(
+    spark: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each batch walks the table's history for its ledger; in one process the walk is kept and the
+    next batch reads only the newer commits, so a batch's cost does not grow with the table's age.
+    The kept walk equals a walk from the start; a table recreated at the path is walked again."""
+    import shutil
+
+    from lakemerge.table import delta
+
+    t = cfg(tmp_path)
+    for n in range(1, 4):
+        drop(tmp_path, f"f{n}.csv", [f"{n},p,{n},U,v{n}"])
+        run_tables([t], spark=spark)
+    spark.sql(f"ALTER TABLE delta.`{t.path}` SET TBLPROPERTIES ('someone.else' = 'x')")  # not a batch
+    asked: list[int | None] = []
+    walk = delta.history_rows
+
+    def history_rows(spark: object, path: str, limit: int | None = None) -> list[object]:
+        if path == t.path:
+            asked.append(limit)
+        return walk(spark, path, limit)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(delta, "history_rows", history_rows)
+    drop(tmp_path, "f4.csv", ["4,p,4,U,v4"])
+    assert [r.version for r in run_tables([t], spark=spark)] == [4]
+    # The walk kept from the last run (which looked for more files after f3's commit) ends at
+    # version 2: only the ALTER is new.
+    assert asked[0] == 1 + delta._HISTORY_SLACK, "the batch read the one new commit (and a few spare rows)"
+    kept = delta.ledger(spark, t.path)
+    monkeypatch.setattr(delta, "_WALKS", {})
+    assert delta.ledger(spark, t.path) == kept, "the kept walk is the walk from the start"
+    assert sorted(Path(p).name for p in kept.files) == ["f1.csv", "f2.csv", "f3.csv", "f4.csv"]
+    assert kept.last_batch == 4 and len(kept.batch_ids) == 4
+
+    shutil.rmtree(t.path)  # another table at the same path: nothing is applied to it yet
+    asked.clear()
+    assert [r.version for r in run_tables([t], spark=spark)] == [0]
+    assert values(t) == {1: "v1", 2: "v2", 3: "v3", 4: "v4"}
+    assert None in asked, "the new table (another Delta table id) is walked from its start"
+    drop(tmp_path, "f5.csv", ["5,p,5,U,v5"])
+    assert [r.version for r in run_tables([t], spark=spark)] == [1]
+
+
 @pytest.mark.parametrize("reapply", [True, False])
 def test_rollback_with_an_explicit_choice_about_files(spark: object, tmp_path: Path, reapply: bool) -> None:
     t = cfg(tmp_path)

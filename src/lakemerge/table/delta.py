@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -301,35 +302,101 @@ def ledger(spark: SparkSession, path: str) -> Ledger:
 
     A rollback undoes the batches of the versions after its target: their ids and snapshot
     positions are forgotten (the table no longer holds their changes), and, when recorded with
-    ``reapply``, their files too, so that they are pending again."""
-    found = Ledger()
-    versions: dict[str, int] = {}
-    snapshot_versions: dict[int, list[tuple[int, list[Any]]]] = {}
-    for row in reversed(history_rows(spark, path)):
+    ``reapply``, their files too, so that they are pending again.
+
+    The walk is kept per table for the life of the process, and the next call reads only the
+    commits made since (Delta's history is append-only): a table applied to every few minutes
+    gathers thousands of commits, and reading all of them for every batch would make a batch's
+    cost grow with the table's age. A table recreated at the same path (another Delta table id),
+    or history that does not continue the walk, is walked again from its start."""
+    snapshot = _snapshot(spark, path)
+    latest, table_id = int(snapshot.version()), str(snapshot.metadata().id())
+    with _WALKS_LOCK:
+        kept = _WALKS.get(path)
+    walk: _Walk | None = None
+    if kept is not None and kept.table_id == table_id and kept.version <= latest:
+        walk = kept.copy()
+        if latest > walk.version:
+            # A few more than the versions known to be new: a commit may land meanwhile.
+            rows = history_rows(spark, path, limit=latest - walk.version + _HISTORY_SLACK)
+            fresh = sorted((r for r in rows if int(r["version"]) > walk.version), key=lambda r: int(r["version"]))
+            numbers = [int(r["version"]) for r in fresh]
+            expected = list(range(walk.version + 1, walk.version + 1 + len(numbers)))
+            if not numbers or numbers != expected or numbers[-1] < latest:
+                walk = None  # not a continuation of the walk: walk again
+            else:
+                for row in fresh:
+                    walk.add(row)
+    if walk is None:
+        walk = _Walk(table_id=table_id)
+        for row in reversed(history_rows(spark, path)):
+            walk.add(row)
+    with _WALKS_LOCK:
+        _WALKS[path] = walk
+    return walk.ledger()
+
+
+#: Extra history rows read beyond the versions known to be new (commits landing during the read).
+_HISTORY_SLACK = 4
+
+
+@dataclass
+class _Walk:
+    """The ledger walk's state after the commits up to ``version`` (-1: none), in version order."""
+
+    table_id: str
+    version: int = -1
+    files: dict[str, tuple[AppliedFile, int]] = field(default_factory=dict)
+    batches: dict[str, int] = field(default_factory=dict)
+    snapshot_versions: dict[int, list[tuple[int, list[Any]]]] = field(default_factory=dict)
+    last_batch: int | None = None
+
+    def copy(self) -> _Walk:
+        return _Walk(
+            table_id=self.table_id,
+            version=self.version,
+            files=dict(self.files),
+            batches=dict(self.batches),
+            snapshot_versions={feed: list(items) for feed, items in self.snapshot_versions.items()},
+            last_batch=self.last_batch,
+        )
+
+    def add(self, row: Any) -> None:
+        """Fold one history row (the next version) into the walk."""
+        version = int(row["version"])
+        self.version = max(self.version, version)
         record = parse_record(row["userMetadata"])
         if record is None:
-            continue
-        version = int(row["version"])
+            return
         rollback = record.get("rollback")
         if rollback:
             undone = int(rollback["to_version"])
             if rollback.get("reapply"):
-                found.files = {p: (f, v) for p, (f, v) in found.files.items() if v <= undone}
-            versions = {i: v for i, v in versions.items() if v <= undone}
-            snapshot_versions = {
-                feed: [(v, pos) for v, pos in items if v <= undone] for feed, items in snapshot_versions.items()
+                self.files = {p: (f, v) for p, (f, v) in self.files.items() if v <= undone}
+            self.batches = {i: v for i, v in self.batches.items() if v <= undone}
+            self.snapshot_versions = {
+                feed: [(v, pos) for v, pos in items if v <= undone] for feed, items in self.snapshot_versions.items()
             }
         for item in record.get("files", []):
-            found.files[item["path"]] = (AppliedFile(**item), version)
+            self.files[item["path"]] = (AppliedFile(**item), version)
         if record.get("batch_id"):
-            versions[str(record["batch_id"])] = version
+            self.batches[str(record["batch_id"])] = version
             if isinstance(record.get("txn_version"), int):
-                found.last_batch = max(found.last_batch or 0, record["txn_version"])
+                self.last_batch = max(self.last_batch or 0, record["txn_version"])
         for feed, position in (record.get("snapshots") or {}).items():
-            snapshot_versions.setdefault(int(feed), []).append((version, position))
-    found.batch_ids = set(versions)
-    found.snapshots = {feed: items[-1][1] for feed, items in snapshot_versions.items() if items}
-    return found
+            self.snapshot_versions.setdefault(int(feed), []).append((version, position))
+
+    def ledger(self) -> Ledger:
+        return Ledger(
+            files=dict(self.files),
+            batch_ids=set(self.batches),
+            snapshots={feed: items[-1][1] for feed, items in self.snapshot_versions.items() if items},
+            last_batch=self.last_batch,
+        )
+
+
+_WALKS: dict[str, _Walk] = {}
+_WALKS_LOCK = threading.Lock()
 
 
 def applied_files(spark: SparkSession, path: str) -> dict[str, tuple[AppliedFile, int]]:
