@@ -139,9 +139,11 @@ def test_the_ledger_reads_only_the_commits_made_since_its_last_walk(
     from lakemerge.table import delta
 
     t = cfg(tmp_path)
+    first = None
     for n in range(1, 4):
         drop(tmp_path, f"f{n}.csv", [f"{n},p,{n},U,v{n}"])
-        run_tables([t], spark=spark)
+        result = run_tables([t], spark=spark)[0]
+        first = first or result
     spark.sql(f"ALTER TABLE delta.`{t.path}` SET TBLPROPERTIES ('someone.else' = 'x')")  # not a batch
     asked: list[int | None] = []
     walk = delta.history_rows
@@ -157,6 +159,11 @@ def test_the_ledger_reads_only_the_commits_made_since_its_last_walk(
     # The walk kept from the last run (which looked for more files after f3's commit) ends at
     # version 2: only the ALTER is new.
     assert asked[0] == 1 + delta._HISTORY_SLACK, "the batch read the one new commit (and a few spare rows)"
+    assert asked[1] == delta._FIND_FIRST, "its own commit is looked for among the newest few first"
+    assert first is not None
+    found = delta.find_commit(spark, t.path, first.batch_id)
+    assert found is not None and found[0] == 0, "an older commit is found further back"
+    assert delta.find_commit(spark, t.path, "no-such-batch") is None
     kept = delta.ledger(spark, t.path)
     monkeypatch.setattr(delta, "_WALKS", {})
     assert delta.ledger(spark, t.path) == kept, "the kept walk is the walk from the start"

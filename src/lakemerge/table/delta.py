@@ -431,12 +431,20 @@ def check_unchanged(
 
 def find_commit(spark: SparkSession, path: str, batch_id: str) -> tuple[int, dict[str, str]] | None:
     """The version and Delta operation metrics of the commit recorded for ``batch_id``, or ``None``
-    when Delta skipped the write because a concurrent writer committed the same batch number."""
-    for row in history_rows(spark, path, limit=50):
-        record = parse_record(row["userMetadata"])
-        if record and record.get("batch_id") == batch_id:
-            return int(row["version"]), dict(row["operationMetrics"] or {})
+    when Delta skipped the write because a concurrent writer committed the same batch number.
+
+    The batch's commit is almost always among the newest few: those are read first, and the newest
+    50 only when it is not there (concurrent writers, or a skipped write)."""
+    for limit in (_FIND_FIRST, 50):
+        for row in history_rows(spark, path, limit=limit):
+            record = parse_record(row["userMetadata"])
+            if record and record.get("batch_id") == batch_id:
+                return int(row["version"]), dict(row["operationMetrics"] or {})
     return None
+
+
+#: History rows :func:`find_commit` reads first.
+_FIND_FIRST = 3
 
 
 def create_table(frame: DataFrame, table: TableConfig) -> None:
