@@ -134,7 +134,7 @@ def _move_tombstones(spark: SparkSession, table: TableConfig, entries: DataFrame
         )
         record = {"compaction": {"tombstones_of_log_batches": [moved + 1, upto], "tombstones": count}}
         with delta.commit_record(spark, record, txn_version=upto, app_id=TOMBSTONES_APP_ID):
-            tombstones.append_confirmed(table, rows)
+            tombstones.append_confirmed(table, rows, count=count)
     finally:
         deletes.unpersist()
     return count

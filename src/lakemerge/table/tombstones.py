@@ -196,11 +196,14 @@ def _mark_truncates(spark: SparkSession, table: TableConfig, empty: DataFrame) -
     spark.sql(f"ALTER TABLE delta.`{quoted}` SET TBLPROPERTIES ('{TRUNCATES_PROPERTY}' = 'true')")
 
 
-def append_confirmed(table: TableConfig, rows: DataFrame) -> None:
-    """Append ``rows`` (key and sequence columns, :data:`BATCH` and :data:`WRITTEN_AT`) as
-    confirmed key tombstones, in one file: what compaction moves out of a ``log`` table's change log.
-    Call inside :func:`lakemerge.table.delta.commit_record` to make the append idempotent."""
+def append_confirmed(table: TableConfig, rows: DataFrame, *, count: int) -> None:
+    """Append ``rows`` (``count`` of them: key and sequence columns, :data:`BATCH` and
+    :data:`WRITTEN_AT`) as confirmed key tombstones, in files of about :data:`delta.ROWS_PER_FILE`
+    rows: what compaction moves out of a ``log`` table's change log. Call inside
+    :func:`lakemerge.table.delta.commit_record` to make the append idempotent."""
     from pyspark.sql import functions as F
+
+    from lakemerge.table.delta import files_for
 
     rows.select(
         *[F.col(f"`{c}`") for c in (*table.key, *table.sequence_columns)],
@@ -209,7 +212,7 @@ def append_confirmed(table: TableConfig, rows: DataFrame) -> None:
         F.col(WRITTEN_AT).cast("long").alias(WRITTEN_AT),
         F.lit(False).alias(TRUNCATE),
         F.lit(True).alias(CONFIRMED),
-    ).coalesce(1).write.format("delta").mode("append").save(table.tombstone_table)
+    ).coalesce(files_for(count)).write.format("delta").mode("append").save(table.tombstone_table)
 
 
 def deletes_of(classified: DataFrame, table: TableConfig, outcomes: Collection[str]) -> DataFrame:
