@@ -173,6 +173,17 @@ def test_hive_settings_name_tables_and_place_the_metastore_beside_the_pipeline(t
     assert "spark.sql.catalogImplementation" not in plain
 
 
+def test_sessions_keep_the_code_of_a_batchs_queries_compiled(spark: Any) -> None:
+    # A batch compiles about 100 classes; Spark's default cache of 100 evicted the previous batch's.
+    assert session_conf(lakemerge.SparkSettings())["spark.sql.codegen.cache.maxEntries"] == "1000"
+    assert (
+        session_conf(lakemerge.SparkSettings(master="spark://h:7077"))["spark.sql.codegen.cache.maxEntries"] == "1000"
+    )
+    own = lakemerge.SparkSettings(conf={"spark.sql.codegen.cache.maxEntries": 50})
+    assert session_conf(own)["spark.sql.codegen.cache.maxEntries"] == "50", "the user's conf wins"
+    assert spark.conf.get("spark.sql.codegen.cache.maxEntries") == "1000", "the suite's session starts with it"
+
+
 @pytest.mark.parametrize(
     ("master", "partitions"), [("local", "1"), ("local[*]", "1"), ("local[8]", "1"), ("spark://h:7077", None)]
 )
