@@ -154,12 +154,38 @@ def test_the_ledger_reads_only_the_commits_made_since_its_last_walk(
         return walk(spark, path, limit)  # type: ignore[arg-type]
 
     monkeypatch.setattr(delta, "history_rows", history_rows)
+    read: list[tuple[int, int]] = []
+    commits = delta.commit_rows
+
+    def commit_rows(spark: object, path: str, first: int, last: int) -> list[dict[str, object]] | None:
+        if path == t.path:
+            read.append((first, last))
+        return commits(spark, path, first, last)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(delta, "commit_rows", commit_rows)
     drop(tmp_path, "f4.csv", ["4,p,4,U,v4"])
     assert [r.version for r in run_tables([t], spark=spark)] == [4]
     # The walk kept from the last run (which looked for more files after f3's commit) ends at
-    # version 2: only the ALTER is new.
-    assert asked[0] == 1 + delta._HISTORY_SLACK, "the batch read the one new commit (and a few spare rows)"
-    assert asked[1] == delta._FIND_FIRST, "its own commit is looked for among the newest few first"
+    # version 2: only the ALTER is new. Its commit file is read, then the batch's own (to find its
+    # version), then the batch's own again by the next walk (the run looks for more pending files).
+    assert read == [(3, 3), (4, 4), (4, 4)] and asked == [], "one commit file per read, Delta's history never"
+    assert commits(spark, t.path, 0, 4) == [  # type: ignore[arg-type]
+        {
+            k: (dict(r[k] or {}) if k == "operationMetrics" else r[k])
+            for k in ("version", "userMetadata", "operationMetrics")
+        }
+        for r in reversed(walk(spark, t.path))  # type: ignore[arg-type]
+    ], "the commit files say what Delta's history says"
+    assert commits(spark, t.path, 4, 5) is None, "a version not yet committed: read the history instead"
+
+    # Without the commit files (a log Delta keeps elsewhere), the history is read: the new commits
+    # and a few spare rows, then the newest few for the batch's own commit.
+    monkeypatch.setattr(delta, "commit_rows", lambda *args: None)
+    spark.sql(f"ALTER TABLE delta.`{t.path}` SET TBLPROPERTIES ('someone.else' = 'y')")
+    drop(tmp_path, "f4b.csv", ["4,p,5,U,v4b"])
+    assert [r.version for r in run_tables([t], spark=spark)] == [6]
+    assert asked == [1 + delta._HISTORY_SLACK, delta._FIND_FIRST, 1 + delta._HISTORY_SLACK]
+    monkeypatch.setattr(delta, "commit_rows", commits)
     assert first is not None
     found = delta.find_commit(spark, t.path, first.batch_id)
     assert found is not None and found[0] == 0, "an older commit is found further back"
@@ -167,13 +193,13 @@ def test_the_ledger_reads_only_the_commits_made_since_its_last_walk(
     kept = delta.ledger(spark, t.path)
     monkeypatch.setattr(delta, "_WALKS", {})
     assert delta.ledger(spark, t.path) == kept, "the kept walk is the walk from the start"
-    assert sorted(Path(p).name for p in kept.files) == ["f1.csv", "f2.csv", "f3.csv", "f4.csv"]
-    assert kept.last_batch == 4 and len(kept.batch_ids) == 4
+    assert sorted(Path(p).name for p in kept.files) == ["f1.csv", "f2.csv", "f3.csv", "f4.csv", "f4b.csv"]
+    assert kept.last_batch == 5 and len(kept.batch_ids) == 5
 
     shutil.rmtree(t.path)  # another table at the same path: nothing is applied to it yet
     asked.clear()
     assert [r.version for r in run_tables([t], spark=spark)] == [0]
-    assert values(t) == {1: "v1", 2: "v2", 3: "v3", 4: "v4"}
+    assert values(t) == {1: "v1", 2: "v2", 3: "v3", 4: "v4b"}
     assert None in asked, "the new table (another Delta table id) is walked from its start"
     drop(tmp_path, "f5.csv", ["5,p,5,U,v5"])
     assert [r.version for r in run_tables([t], spark=spark)] == [1]

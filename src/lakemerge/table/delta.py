@@ -247,6 +247,42 @@ def history_rows(spark: SparkSession, path: str, limit: int | None = None) -> li
     )
 
 
+def commit_rows(spark: SparkSession, path: str, first: int, last: int) -> list[dict[str, Any]] | None:
+    """The commit metadata of versions ``first`` to ``last`` (version, ``userMetadata`` and
+    ``operationMetrics``, like :func:`history_rows`' rows), read from their commit files through
+    Delta's log store: no Spark job, where Delta's history costs one per call. ``None`` when one of
+    them cannot be read so (a commit not yet written to the log directory, a file cleaned up, an
+    action this reader does not know): the caller reads the history instead."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    rows: list[dict[str, Any]] = []
+    try:
+        delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
+        store, conf = delta_log.store(), delta_log.newDeltaHadoopConf()
+        for version in range(first, last + 1):
+            file = jvm.org.apache.hadoop.fs.Path(delta_log.logPath(), f"{version:020d}.json")
+            lines = store.read(file, conf).iterator()
+            info: dict[str, Any] | None = None
+            while lines.hasNext():
+                action = json.loads(lines.next())
+                if isinstance(action, dict) and "commitInfo" in action:
+                    info = action["commitInfo"]
+                    break
+            if not isinstance(info, dict):
+                return None
+            metrics = info.get("operationMetrics") or {}
+            rows.append(
+                {
+                    "version": version,
+                    "userMetadata": info.get("userMetadata"),
+                    "operationMetrics": {str(k): str(v) for k, v in metrics.items()},
+                }
+            )
+    except Exception:  # any failure: read Delta's history instead
+        return None
+    return rows
+
+
 @dataclass
 class Ledger:
     """What the table's history says lakemerge committed (PRODUCT.md §Semantics 8).
@@ -317,9 +353,11 @@ def ledger(spark: SparkSession, path: str) -> Ledger:
     if kept is not None and kept.table_id == table_id and kept.version <= latest:
         walk = kept.copy()
         if latest > walk.version:
-            # A few more than the versions known to be new: a commit may land meanwhile.
-            rows = history_rows(spark, path, limit=latest - walk.version + _HISTORY_SLACK)
-            fresh = sorted((r for r in rows if int(r["version"]) > walk.version), key=lambda r: int(r["version"]))
+            fresh = commit_rows(spark, path, walk.version + 1, latest)
+            if fresh is None:
+                # A few more than the versions known to be new: a commit may land meanwhile.
+                rows = history_rows(spark, path, limit=latest - walk.version + _HISTORY_SLACK)
+                fresh = sorted((r for r in rows if int(r["version"]) > walk.version), key=lambda r: int(r["version"]))
             numbers = [int(r["version"]) for r in fresh]
             expected = list(range(walk.version + 1, walk.version + 1 + len(numbers)))
             if not numbers or numbers != expected or numbers[-1] < latest:
@@ -433,8 +471,14 @@ def find_commit(spark: SparkSession, path: str, batch_id: str) -> tuple[int, dic
     """The version and Delta operation metrics of the commit recorded for ``batch_id``, or ``None``
     when Delta skipped the write because a concurrent writer committed the same batch number.
 
-    The batch's commit is almost always among the newest few: those are read first, and the newest
-    50 only when it is not there (concurrent writers, or a skipped write)."""
+    The batch's commit is almost always the newest: its commit file is read first (no Spark job),
+    then the newest few commits of the history, and the newest 50 only when it is not there either
+    (concurrent writers, or a skipped write)."""
+    latest = int(_snapshot(spark, path).version())
+    for row in commit_rows(spark, path, latest, latest) or []:
+        record = parse_record(row["userMetadata"])
+        if record and record.get("batch_id") == batch_id:
+            return latest, dict(row["operationMetrics"])
     for limit in (_FIND_FIRST, 50):
         for row in history_rows(spark, path, limit=limit):
             record = parse_record(row["userMetadata"])
