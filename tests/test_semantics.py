@@ -177,16 +177,24 @@ def test_each_batch_is_one_commit_carrying_its_metrics_and_files(spark: object, 
     assert third.metrics.late == 1 and rows(t) == [{"id": 1, "seq": 2, "v": "a2"}, {"id": 2, "seq": 1, "v": "b"}]
 
 
-def test_feed_columns_added_and_missing(spark: object, tmp_path: Path) -> None:
-    t = cfg(tmp_path)
+@pytest.mark.parametrize("write_mode", ["copy_on_write", "log"])
+def test_feed_columns_added_and_missing(spark: object, tmp_path: Path, write_mode: str) -> None:
+    t = cfg(tmp_path, write_mode=write_mode)
     batch(spark, t, tmp_path / "1", {"a.csv": ["1,p,1,I,a"]})
-    t2 = cfg(tmp_path, feed={"schema": "id INT, seq BIGINT, op STRING, extra STRING"})
+    t2 = cfg(tmp_path, write_mode=write_mode, feed={"schema": "id INT, seq BIGINT, op STRING, extra STRING"})
     batch(spark, t2, tmp_path / "2", {"a.csv": ["1,2,U,x1", "2,1,I,x2"]}, header="id,seq,op,extra")
-    assert table_columns(t.path) == ["id", "part", "seq", "v", "extra"]
-    assert read_table(t.path, ["id", "part", "v", "extra"]) == [
+    expected = [
         {"id": 1, "part": "p", "v": "a", "extra": "x1"},  # missing columns keep their stored values
         {"id": 2, "part": None, "v": None, "extra": "x2"},  # and are null on insert
     ]
+    if write_mode == "log":  # the log's rows carry them: the view, then the table after compaction
+        view = lakemerge.read_merged(spark, t2)
+        assert view is not None
+        got = [r.asDict() for r in view.select("id", "part", "v", "extra").orderBy("id").collect()]
+        assert got == expected
+        lakemerge.compact(lakemerge.PipelineConfig(tables={"t": t2}), spark=spark)
+    assert table_columns(t.path) == ["id", "part", "seq", "v", "extra"]
+    assert read_table(t.path, ["id", "part", "v", "extra"]) == expected
 
 
 def test_narrower_feed_types_widen_to_the_table(spark: object, tmp_path: Path) -> None:

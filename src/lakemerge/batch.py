@@ -63,6 +63,7 @@ class BatchPlan:
     writes: int | None = None
     ranges: KeyRanges | None = None
     small: bool = False
+    stored_columns: tuple[str, ...] = ()
 
     def release(self) -> None:
         """Unpersist the cached frames."""
@@ -322,6 +323,7 @@ def plan_batch(
         writes=writes,
         ranges=ranges,
         small=small,
+        stored_columns=tuple(stored.columns) if stored is not None else (),
     )
 
 
@@ -385,6 +387,7 @@ def commit_batch(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
                 txn_version=plan.txn_version,
                 writes=metrics.inserted + metrics.updated + metrics.deleted + metrics.deletes_absent,
                 small=plan.small,
+                stored_columns=plan.stored_columns,
             )
         else:
             write_changes(

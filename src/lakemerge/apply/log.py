@@ -43,12 +43,15 @@ def append(
     txn_version: int,
     writes: int,
     small: bool = False,
+    stored_columns: Sequence[str] = (),
 ) -> None:
     """Append the batch's writes to the log in one commit (an empty append when it writes nothing,
     so that the batch's record exists), in files of about :data:`delta.ROWS_PER_FILE` rows: its
     inserts, updates and deletes, and (when the table keeps tombstones) its deletes of keys the view
-    does not hold. ``small``: the batch's keys can be broadcast (see :func:`read_merged`). Call
-    inside :func:`delta.commit_record`."""
+    does not hold. ``small``: the batch's keys can be broadcast (see :func:`read_merged`).
+    ``stored_columns``: the merged view's columns when the batch was planned; the view is read again
+    only when the batch folds partial updates or lacks some of them. Call inside
+    :func:`delta.commit_record`."""
     from pyspark.sql import functions as F
 
     extra = [F.col(C.AFTER_DELETE)] if partial else []
@@ -56,8 +59,11 @@ def append(
     rows = classified.filter(F.col(C.OUTCOME).isin(kept)).select(
         *[F.col(f"`{c}`") for c in data_columns], F.col(C.OP), *extra
     )
-    stored = read_merged(spark, table, keys=rows.select(*[F.col(f"`{k}`") for k in table.key]) if small else None)
-    missing = [c for c in stored.columns if c not in data_columns] if stored is not None else []
+    missing = [c for c in stored_columns if c not in data_columns]
+    stored = None
+    if partial or missing:
+        keys = rows.select(*[F.col(f"`{k}`") for k in table.key]) if small else None
+        stored = read_merged(spark, table, keys=keys)
     if stored is not None and (partial or missing):
         s, t = rows.alias("s"), stored.alias("t")
         on = [F.col(f"s.`{k}`") == F.col(f"t.`{k}`") for k in table.key]
