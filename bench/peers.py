@@ -31,8 +31,9 @@ FILES = 16
 Peer = Callable[..., list[float]]
 
 
-def session(*, iceberg: bool = False, driver_memory: str = "2g") -> SparkSession:
-    """A fresh local session with Delta (and Iceberg when asked), the same for every peer."""
+def session(*, iceberg: bool = False, driver_memory: str = "2g", extra: dict[str, str] | None = None) -> SparkSession:
+    """A fresh local session with Delta (and Iceberg when asked), the same for every peer (``extra``:
+    settings of a diagnostic run, never of the harness)."""
     from lakemerge.config.models import SparkSettings
     from lakemerge.spark import get_spark
 
@@ -53,6 +54,7 @@ def session(*, iceberg: bool = False, driver_memory: str = "2g") -> SparkSession
                 "spark.sql.catalog.bench.warehouse": os.environ["BENCH_WAREHOUSE"],
             }
         )
+    conf.update(extra or {})
     return get_spark(SparkSettings(master="local[2]", app_name="bench", conf=conf, packages=packages))
 
 
