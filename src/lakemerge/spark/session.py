@@ -42,8 +42,9 @@ _DEFAULTS: dict[str, str] = {
     "spark.databricks.delta.schema.autoMerge.enabled": "false",
     # Spark keeps the classes it compiles for a query's generated code in a cache of 100 by default;
     # one batch compiles about as many (its queries, Delta's snapshot and commit queries), so each
-    # batch evicted the last one's and compiled them all again: 0.8-1 s of a 4 s batch
-    # (bench/RESULTS.md, "Compiled code"). A batch now compiles only the code its literals change.
+    # batch evicted the last one's and compiled them all again: 0.7-1.1 s of a 4 s batch
+    # (bench/RESULTS.md, "Sixth session"). A batch now compiles little more than the code its
+    # literals change.
     "spark.sql.codegen.cache.maxEntries": "1000",
 }
 
