@@ -64,7 +64,7 @@ def append(
     if partial or missing:
         keys = rows.select(*[F.col(f"`{k}`") for k in table.key]) if small else None
         stored = read_merged(spark, table, keys=keys)
-    if stored is not None and (partial or missing):
+    if stored is not None:
         s, t = rows.alias("s"), stored.alias("t")
         on = [F.col(f"s.`{k}`") == F.col(f"t.`{k}`") for k in table.key]
         folded = []
