@@ -247,15 +247,17 @@ def plan_batch(
             if stored is not None and truncate.before is None and not selection.snapshots:
                 ranges = key_ranges(valid, table.key)
             of_keys = table.log_mode and stored is not None and small and not selection.snapshots
+            candidates = stored
             if of_keys:
-                # Only the batch's keys of the merged view: never rank the whole table and log.
-                stored = log.read_merged(spark, table, keys=valid.select(*[F.col(f"`{k}`") for k in table.key]))
-                assert stored is not None
-            if table.log_mode and table.tombstones and stored is not None:
+                # Only the batch's keys of the merged view, deletes too: never rank the whole table
+                # and log, and one read of the log gives its tombstones of those keys as well.
+                candidates = log.newest_of_keys(spark, table, keys=valid.select(*[F.col(f"`{k}`") for k in table.key]))
+            elif table.log_mode and table.tombstones and stored is not None:
                 # A log table's deletes are in its log: tombstones committed with their batches
                 # (classify reduces them to the batch's keys, like the tombstone table's).
                 tombs = tombs.adding(log.tombstones(spark, table))
-            candidates = stored.filter(ranges.predicate()) if stored is not None and ranges is not None else stored
+            if candidates is not None and ranges is not None:
+                candidates = candidates.filter(ranges.predicate())
             if table.log_mode and candidates is not None:
                 candidates = log.with_file_column(candidates)
             classified = classify(
@@ -271,6 +273,8 @@ def plan_batch(
                 broadcast=small,
                 keys=valid,
                 table_of_keys=of_keys,
+                table_deletes=of_keys,
+                table_tombstones=of_keys and table.tombstones,
             ).persist(StorageLevel.MEMORY_AND_DISK)
             frames.append(classified)
         by_op = [(str(r[0]), str(r[1]), int(r[2])) for r in classified.groupBy(C.OUTCOME, C.OP).count().collect()]

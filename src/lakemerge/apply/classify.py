@@ -64,6 +64,8 @@ def classify(
     broadcast: bool = False,
     keys: DataFrame | None = None,
     table_of_keys: bool = False,
+    table_deletes: bool = False,
+    table_tombstones: bool = False,
 ) -> DataFrame:
     """Add ``_lm_outcome`` to each collapsed change, comparing with ``table`` (``None``: no table yet).
 
@@ -85,6 +87,11 @@ def classify(
         table_of_keys: with ``broadcast``, ``table`` holds only the batch's keys already (a log
             table's merged view reduced to them): it is broadcast as it is, without one more
             semi-join (each is a broadcast job of its own).
+        table_deletes: ``table`` holds deleted keys too, as rows whose ``_lm_op`` is ``D`` (a log
+            table's newest row per key, :func:`lakemerge.apply.log.newest_of_keys`): they count as
+            absent.
+        table_tombstones: with ``table_deletes``, such a row's sequence is also the key's tombstone
+            (on top of ``tombstones``).
     """
     from pyspark.sql import functions as F
 
@@ -109,7 +116,7 @@ def classify(
     stored = table.select(
         *[F.col(f"`{k}`") for k in key],
         F.struct(*[F.col(f"`{c}`") for c in sequence]).alias("_lm_t_seq"),
-        F.lit(True).alias("_lm_t_found"),
+        (F.col(C.OP) == "U" if table_deletes else F.lit(True)).alias("_lm_t_found"),
         F.col("_metadata.file_path").alias(C.STORED_FILE),
         F.to_json(F.struct(*[F.col(f"`{c}`") for c in partition_by])).alias(C.STORED_PARTITION)
         if partition_by
@@ -119,7 +126,9 @@ def classify(
     if keys is not None:
         stored = F.broadcast(stored) if table_of_keys else _of_keys(stored, keys, key)
     joined = _join_on_key(changes, stored, key, "_lm_t")
-    found = F.col("_lm_t_found").isNotNull()
+    found = F.coalesce(F.col("_lm_t_found"), F.lit(False))
+    if table_tombstones:
+        forgotten = forgotten | F.coalesce(~F.col("_lm_t_found") & (incoming < F.col("_lm_t_seq")), F.lit(False))
     if truncate_before is not None:
         found = found & (F.col("_lm_t_seq") >= truncate_before)
     same = F.lit(False)

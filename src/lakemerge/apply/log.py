@@ -103,14 +103,20 @@ def log_exists(spark: SparkSession, table: TableConfig) -> bool:
     return delta.table_exists(spark, table.log_table)
 
 
-def merged_view_sql(spark: SparkSession, table: TableConfig, relations: dict[str, str] | None = None) -> str | None:
+def merged_view_sql(
+    spark: SparkSession, table: TableConfig, relations: dict[str, str] | None = None, *, deletes: bool = False
+) -> str | None:
     """The SQL of the merged view over the table and its log as their schemas are now (``None``
     when neither exists). Usable for a temporary or a persistent view; recreate it after the
-    schema gains columns. ``relations`` reads a path from the named relation instead."""
+    schema gains columns. ``relations`` reads a path from the named relation instead. ``deletes``:
+    keep the keys whose newest row is a delete too, with the ``_lm_op`` column (``U`` or ``D``)."""
     table_exists = delta.table_exists(spark, table.path)
     has_log = log_exists(spark, table)
     if not has_log:
-        return f"SELECT * FROM {_relation(table.path, relations)}" if table_exists else None
+        if not table_exists:
+            return None
+        op = f", 'U' AS {LOG_OP}" if deletes else ""
+        return f"SELECT *{op} FROM {_relation(table.path, relations)}"
     log_schema = spark.read.format("delta").load(table.log_table).schema
     log_types = {f.name: f.dataType.simpleString() for f in log_schema.fields if f.name not in (LOG_OP, LOG_BATCH)}
     table_types: dict[str, str] = {}
@@ -129,9 +135,11 @@ def merged_view_sql(spark: SparkSession, table: TableConfig, relations: dict[str
         parts.insert(0, side(table_types, "'U'", "CAST(0 AS BIGINT)", table.path))
     keys = ", ".join(f"`{k}`" for k in table.key)
     listed = ", ".join(f"`{c}`" for c in columns)
+    chosen = f"{listed}, {LOG_OP}" if deletes else listed
+    kept = "" if deletes else f" AND {LOG_OP} = 'U'"
     return (
-        f"SELECT {listed} FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY {keys} ORDER BY {LOG_BATCH} DESC) "
-        f"AS {_RANK} FROM ({' UNION ALL '.join(parts)})) WHERE {_RANK} = 1 AND {LOG_OP} = 'U'"
+        f"SELECT {chosen} FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY {keys} ORDER BY {LOG_BATCH} DESC) "
+        f"AS {_RANK} FROM ({' UNION ALL '.join(parts)})) WHERE {_RANK} = 1{kept}"
     )
 
 
@@ -143,6 +151,22 @@ def read_merged(spark: SparkSession, table: TableConfig, keys: DataFrame | None 
     small enough to broadcast), only those keys' rows: table and log are each reduced to them by a
     broadcast semi-join before the per-key ranking, so that a batch never shuffles the whole table
     (the ranking is per key, so the result is the same rows)."""
+    return _merged(spark, table, keys=keys, deletes=False)
+
+
+def newest_of_keys(spark: SparkSession, table: TableConfig, keys: DataFrame) -> DataFrame | None:
+    """For each of ``keys`` (key columns of a batch small enough to broadcast) that the table or its
+    log holds: its newest row, a delete too, with ``_lm_op`` (``None`` when neither exists).
+
+    One read of the log gives a batch both its stored rows (the ``U`` rows: :func:`read_merged`
+    with ``keys``) and its tombstones from the log: a key's newest delete is the only one that
+    counts, because a batch writes a delete (or any change) only when its sequence is at least the
+    key's stored row's and newest tombstone's; and while the key's newest row is an upsert, no
+    tombstone of it is looked at."""
+    return _merged(spark, table, keys=keys, deletes=True)
+
+
+def _merged(spark: SparkSession, table: TableConfig, *, keys: DataFrame | None, deletes: bool) -> DataFrame | None:
     from pyspark.sql import functions as F
 
     relations: dict[str, str] = {}
@@ -155,7 +179,7 @@ def read_merged(spark: SparkSession, table: TableConfig, keys: DataFrame | None 
             frame.createOrReplaceTempView(name)
             relations[path] = name
     try:
-        sql = merged_view_sql(spark, table, relations)
+        sql = merged_view_sql(spark, table, relations, deletes=deletes)
         # Views are resolved now, when the frame is analysed: dropping them after is safe.
         return spark.sql(sql) if sql is not None else None
     finally:
