@@ -184,6 +184,25 @@ def test_sessions_keep_the_code_of_a_batchs_queries_compiled(spark: Any) -> None
     assert spark.conf.get("spark.sql.codegen.cache.maxEntries") == "1000", "the suite's session starts with it"
 
 
+def test_local_sessions_run_the_parallel_garbage_collector(spark: Any) -> None:
+    options = session_conf(lakemerge.SparkSettings())["spark.driver.extraJavaOptions"]
+    assert options.split() == ["-XX:+UseParallelGC"]
+    hive = lakemerge.SparkSettings(catalog="hive", metastore_dir="/m")
+    assert session_conf(hive)["spark.driver.extraJavaOptions"].split() == [
+        "-XX:+UseParallelGC",
+        "-Dderby.system.home=/m",
+    ]
+    own = lakemerge.SparkSettings(conf={"spark.driver.extraJavaOptions": "-Xss4m -XX:+UseG1GC"})
+    assert session_conf(own)["spark.driver.extraJavaOptions"] == "-Xss4m -XX:+UseG1GC", "the user's collector wins"
+    other = lakemerge.SparkSettings(conf={"spark.driver.extraJavaOptions": "-Xss4m"})
+    assert session_conf(other)["spark.driver.extraJavaOptions"] == "-XX:+UseParallelGC -Xss4m"
+    cluster = session_conf(lakemerge.SparkSettings(master="spark://h:7077"))
+    assert "spark.driver.extraJavaOptions" not in cluster, "a cluster's JVMs are the cluster's"
+    beans = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+    names = {str(bean.getName()) for bean in beans}
+    assert names == {"PS Scavenge", "PS MarkSweep"}, f"the suite's session runs {names}"
+
+
 @pytest.mark.parametrize(
     ("master", "partitions"), [("local", "1"), ("local[*]", "1"), ("local[8]", "1"), ("spark://h:7077", None)]
 )
