@@ -42,7 +42,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=os.path.dirname(__file__), help="where RESULTS.md and the plot go")
     parser.add_argument("--results", default="results.json", help="file name of the raw results under --data")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per peer and cell")
+    parser.add_argument(
+        "--conf",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        help="Spark settings for every peer's session, after lakemerge's defaults (a diagnostic run)",
+    )
     args = parser.parse_args(argv)
+    conf = dict(item.split("=", 1) for item in args.conf if "=" in item)
+    if len(conf) != len(args.conf):
+        parser.error("--conf takes KEY=VALUE pairs")
 
     results: list[dict[str, Any]] = []
     raw = os.path.join(args.data, args.results)
@@ -71,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
                 if peer in peers.SKIPPED:
                     entry.update(status="skipped", reason=peers.SKIPPED[peer])
                 else:
-                    entry.update(_run(peer, source, layout, [b.path for b in batches], root, args.timeout))
+                    entry.update(_run(peer, source, layout, [b.path for b in batches], root, args.timeout, conf))
                 results.append(entry)
                 print(json.dumps(entry), flush=True)
                 with open(raw, "w") as fh:
@@ -80,8 +90,17 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _run(peer: str, source: str, layout: str, batches: list[str], root: str, timeout: float) -> dict[str, Any]:
-    job = {"peer": peer, "source": source, "layout": layout, "batches": batches, "workdir": os.path.join(root, "w")}
+def _run(
+    peer: str, source: str, layout: str, batches: list[str], root: str, timeout: float, conf: dict[str, str]
+) -> dict[str, Any]:
+    job = {
+        "peer": peer,
+        "source": source,
+        "layout": layout,
+        "batches": batches,
+        "workdir": os.path.join(root, "w"),
+        "conf": conf,
+    }
     begin = time.perf_counter()
     try:
         done = subprocess.run(

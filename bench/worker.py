@@ -1,7 +1,7 @@
 """Run one peer on one cell in this process (a fresh Spark session), print a JSON line.
 
 Called by the harness as ``python -m bench.worker '<json>'`` with keys ``peer``, ``source``,
-``layout``, ``batches`` and ``workdir``; prints ``{"times": [...], "checksum": {...}}``.
+``layout``, ``batches``, ``workdir`` and (optional) ``conf``; prints ``{"times": [...], "checksum": {...}}``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def main(argv: list[str]) -> int:
     else:
         os.environ["BENCH_WAREHOUSE"] = os.path.join(workdir, "iceberg")
         shutil.rmtree(os.environ["BENCH_WAREHOUSE"], ignore_errors=True)
-        spark = peers.session(iceberg=peer.startswith("iceberg"))
+        spark = peers.session(iceberg=peer.startswith("iceberg"), extra=job.get("conf") or None)
         times = peers.SPARK_PEERS[peer](spark, job["source"], path, layout, job["batches"])
         checksum = peers.spark_checksum(spark, peer, path)
         spark.stop()
