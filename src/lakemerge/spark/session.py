@@ -52,9 +52,9 @@ _DEFAULTS: dict[str, str] = {
 _DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
 
 #: The garbage collector of a local session's JVM (driver and executors in one), unless the user's
-#: ``spark.driver.extraJavaOptions`` names one: the parallel collector made batches 5-10 % faster
-#: than the JVM's default G1 on 2 cores (bench/RESULTS.md, "Seventh session"): the JVM's pauses are
-#: short at a local session's heap sizes, and G1's write barriers and concurrent threads cost more.
+#: ``spark.driver.extraJavaOptions`` names one: the parallel collector made batches 3-10 % faster
+#: than the JVM's default G1 on 2 cores (bench/RESULTS.md, "Seventh session"): its pauses are short
+#: at a local session's heap sizes, and G1's barriers and concurrent threads cost more there.
 LOCAL_COLLECTOR = "-XX:+UseParallelGC"
 
 
