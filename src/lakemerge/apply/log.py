@@ -27,6 +27,7 @@ from lakemerge.table import delta
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 #: Columns of the log table beside the data columns.
 LOG_OP, LOG_BATCH = C.OP, "_lm_batch"
@@ -110,18 +111,27 @@ def merged_view_sql(
     when neither exists). Usable for a temporary or a persistent view; recreate it after the
     schema gains columns. ``relations`` reads a path from the named relation instead. ``deletes``:
     keep the keys whose newest row is a delete too, with the ``_lm_op`` column (``U`` or ``D``)."""
-    table_exists = delta.table_exists(spark, table.path)
-    has_log = log_exists(spark, table)
-    if not has_log:
-        if not table_exists:
+    schemas = {
+        path: spark.read.format("delta").load(path).schema
+        for path in (table.path, table.log_table)
+        if delta.table_exists(spark, path)
+    }
+    return _view_sql(table, schemas, relations, deletes=deletes)
+
+
+def _view_sql(
+    table: TableConfig, schemas: dict[str, StructType], relations: dict[str, str] | None, *, deletes: bool
+) -> str | None:
+    """:func:`merged_view_sql` over the table and log whose ``schemas`` are given (by path; a path
+    left out does not exist)."""
+    table_schema, log_schema = schemas.get(table.path), schemas.get(table.log_table)
+    if log_schema is None:
+        if table_schema is None:
             return None
         op = f", 'U' AS {LOG_OP}" if deletes else ""
         return f"SELECT *{op} FROM {_relation(table.path, relations)}"
-    log_schema = spark.read.format("delta").load(table.log_table).schema
     log_types = {f.name: f.dataType.simpleString() for f in log_schema.fields if f.name not in (LOG_OP, LOG_BATCH)}
-    table_types: dict[str, str] = {}
-    if table_exists:
-        table_types = {f.name: f.dataType.simpleString() for f in spark.read.format("delta").load(table.path).schema}
+    table_types = {f.name: f.dataType.simpleString() for f in table_schema.fields} if table_schema else {}
     columns = [*table_types, *[c for c in log_types if c not in table_types]]
 
     def side(types: dict[str, str], op: str, batch: str, path: str) -> str:
@@ -131,7 +141,7 @@ def merged_view_sql(
         return f"SELECT {', '.join(cols)}, {op} AS {LOG_OP}, {batch} AS {LOG_BATCH} FROM {_relation(path, relations)}"
 
     parts = [side(log_types, LOG_OP, f"CAST({LOG_BATCH} AS BIGINT)", table.log_table)]
-    if table_exists:
+    if table_schema is not None:
         parts.insert(0, side(table_types, "'U'", "CAST(0 AS BIGINT)", table.path))
     keys = ", ".join(f"`{k}`" for k in table.key)
     listed = ", ".join(f"`{c}`" for c in columns)
@@ -170,16 +180,19 @@ def _merged(spark: SparkSession, table: TableConfig, *, keys: DataFrame | None, 
     from pyspark.sql import functions as F
 
     relations: dict[str, str] = {}
+    schemas: dict[str, StructType] = {}
     for path in (table.path, table.log_table):
         if delta.table_exists(spark, path):
             name = f"_lm_merged_{uuid.uuid4().hex}"
             frame = delta.read_pinned(spark, path)
+            schemas[path] = frame.schema
             if keys is not None:
                 frame = frame.join(F.broadcast(keys), on=list(table.key), how="left_semi")
             frame.createOrReplaceTempView(name)
             relations[path] = name
     try:
-        sql = merged_view_sql(spark, table, relations, deletes=deletes)
+        # The schemas of the versions just read: no second load of either path.
+        sql = _view_sql(table, schemas, relations, deletes=deletes)
         # Views are resolved now, when the frame is analysed: dropping them after is safe.
         return spark.sql(sql) if sql is not None else None
     finally:
