@@ -104,26 +104,24 @@ def log_exists(spark: SparkSession, table: TableConfig) -> bool:
     return delta.table_exists(spark, table.log_table)
 
 
-def merged_view_sql(
-    spark: SparkSession, table: TableConfig, relations: dict[str, str] | None = None, *, deletes: bool = False
-) -> str | None:
+def merged_view_sql(spark: SparkSession, table: TableConfig, relations: dict[str, str] | None = None) -> str | None:
     """The SQL of the merged view over the table and its log as their schemas are now (``None``
     when neither exists). Usable for a temporary or a persistent view; recreate it after the
-    schema gains columns. ``relations`` reads a path from the named relation instead. ``deletes``:
-    keep the keys whose newest row is a delete too, with the ``_lm_op`` column (``U`` or ``D``)."""
+    schema gains columns. ``relations`` reads a path from the named relation instead."""
     schemas = {
         path: spark.read.format("delta").load(path).schema
         for path in (table.path, table.log_table)
         if delta.table_exists(spark, path)
     }
-    return _view_sql(table, schemas, relations, deletes=deletes)
+    return _view_sql(table, schemas, relations, deletes=False)
 
 
 def _view_sql(
     table: TableConfig, schemas: dict[str, StructType], relations: dict[str, str] | None, *, deletes: bool
 ) -> str | None:
     """:func:`merged_view_sql` over the table and log whose ``schemas`` are given (by path; a path
-    left out does not exist)."""
+    left out does not exist). ``deletes``: keep the keys whose newest row is a delete too, with the
+    ``_lm_op`` column (``U`` or ``D``)."""
     table_schema, log_schema = schemas.get(table.path), schemas.get(table.log_table)
     if log_schema is None:
         if table_schema is None:
