@@ -1,13 +1,14 @@
 """Which driver calls a lakemerge batch waits on:
-``python -m bench.calls [LAYOUT] [BATCHES] [MODE] [CODEGEN_CACHE]``.
+``python -m bench.calls [LAYOUT] [BATCHES] [MODE] [CODEGEN_CACHE] [COUNT]``.
 
 Creates the harness's table (``LAYOUT``: clustered, random or date) from ``/tmp/lakemerge-bench/sf1``
-(run ``python -m bench`` once to generate it), applies the three batches named ``BATCHES`` (e.g.
-``uniform-0.1``) in ``MODE`` (copy_on_write, deletion_vectors or log), and after each prints every
-call into the JVM that took over 50 ms (Spark jobs, Delta commits, snapshot updates) with the
-lakemerge lines that made it, and how many classes Spark compiled for generated code during the
-batch. The sum is nearly the whole batch: what is left is Python. ``CODEGEN_CACHE`` sets
-``spark.sql.codegen.cache.maxEntries`` (lakemerge's sessions: 1000; Spark's default: 100).
+(run ``python -m bench`` once to generate it), applies the ``COUNT`` (default 3) batches named
+``BATCHES`` (e.g. ``uniform-0.1``; ``python -m bench --batches COUNT`` makes that many) in ``MODE``
+(copy_on_write, deletion_vectors or log), and after each prints every call into the JVM that took
+over 50 ms (Spark jobs, Delta commits, snapshot updates) with the lakemerge lines that made it, and
+how many classes Spark compiled for generated code during the batch. The sum is nearly the whole
+batch: what is left is Python. ``CODEGEN_CACHE`` sets ``spark.sql.codegen.cache.maxEntries``
+(lakemerge's sessions: 1000; Spark's default: 100).
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ THRESHOLD_S = 0.05
 
 
 def main(argv: list[str]) -> int:
-    defaults = ["clustered", "uniform-0.1", "copy_on_write", ""]
-    layout, kind, mode, cache = (argv + defaults[len(argv) :])[:4]
+    defaults = ["clustered", "uniform-0.1", "copy_on_write", "", "3"]
+    layout, kind, mode, cache, count = (argv + defaults[len(argv) :])[:5]
     import py4j.java_gateway as gateway
 
     from bench import peers
@@ -45,7 +46,7 @@ def main(argv: list[str]) -> int:
 
     gateway.JavaMember.__call__ = timed  # type: ignore[method-assign]
     root = "/tmp/lakemerge-bench/sf1"
-    batches = [f"{root}/batch-{kind}-{n}.parquet" for n in (1, 2, 3)]
+    batches = [f"{root}/batch-{kind}-{n}.parquet" for n in range(1, int(count) + 1)]
     spark = peers.session(extra={"spark.sql.codegen.cache.maxEntries": cache} if cache else None)
     jvm = spark.sparkContext._jvm
     assert jvm is not None
