@@ -52,7 +52,9 @@ def test_ranges_cut_the_widest_gaps_and_cover_every_key(spark: Any) -> None:
     frame = spark.createDataFrame([(k,) for k in (1, 2, 3, 100, 101, 1000, 3)], "id BIGINT")
     assert key_ranges(frame, ("id",), limit=3).ranges == ((1, 3), (100, 101), (1000, 1000))  # type: ignore[union-attr]
     assert key_ranges(frame, ("id",), limit=1).ranges == ((1, 1000),)  # type: ignore[union-attr]
-    assert key_ranges(frame, ("id",), limit=20).ranges == (  # type: ignore[union-attr]
+    # Gaps under a 64th of the span (999) are not cut, however many ranges are allowed.
+    assert key_ranges(frame, ("id",), limit=20).ranges == ((1, 3), (100, 101), (1000, 1000))  # type: ignore[union-attr]
+    assert key_ranges(frame, ("id",), limit=20, min_share=0).ranges == (  # type: ignore[union-attr]
         (1, 1),
         (2, 2),
         (3, 3),
@@ -64,6 +66,27 @@ def test_ranges_cut_the_widest_gaps_and_cover_every_key(spark: Any) -> None:
     assert key_ranges(names, ("id",)).ranges == (("a", "q"),)  # type: ignore[union-attr]
     assert key_ranges(frame.selectExpr("id", "id AS j"), ("id", "j")) is None
     assert key_ranges(frame.filter("id < 0"), ("id",)) is None
+
+
+def test_keys_spread_evenly_get_one_range_and_a_few_keys_keep_their_gaps(spark: Any) -> None:
+    """A gap narrower than a 64th of the batch's span skips no file on a table of up to 64 files
+    over it and costs Delta's planning on every read: it is not cut. Wide gaps still are, and dates
+    and timestamps measure them too."""
+    rng = random.Random(7)
+    spread = spark.createDataFrame([(k,) for k in rng.sample(range(6_000_000), 1500)], "id BIGINT")
+    (only,) = key_ranges(spread, ("id",)).ranges  # type: ignore[union-attr]
+    assert only == (min(r["id"] for r in spread.collect()), max(r["id"] for r in spread.collect()))
+    few = spark.createDataFrame([(k,) for k in (10, 11, 500, 501, 900, 4000, 4001)], "id INT")
+    assert key_ranges(few, ("id",)).ranges == ((10, 11), (500, 501), (900, 900), (4000, 4001))  # type: ignore[union-attr]
+    days = spark.createDataFrame([("2024-01-01",), ("2024-01-02",), ("2024-06-30",)], "d STRING").selectExpr(
+        "CAST(d AS DATE) AS d", "CAST(d AS TIMESTAMP) AS t"
+    )
+    for column in ("d", "t"):
+        found = key_ranges(days.select(column), (column,)).ranges  # type: ignore[union-attr]
+        assert [(str(a)[:10], str(b)[:10]) for a, b in found] == [
+            ("2024-01-01", "2024-01-02"),
+            ("2024-06-30", "2024-06-30"),
+        ]
 
 
 def test_files_outside_the_batch_key_ranges_are_never_read(spark: Any, tmp_path: Path) -> None:

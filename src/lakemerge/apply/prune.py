@@ -4,8 +4,13 @@ itself).
 
 The ranges come from one small aggregate over the batch's keys (never over the table): sorted,
 the batch's keys are cut at their ``limit - 1`` widest gaps, which gives the ``limit`` ranges that
-cover every key with the least total width. Keys whose type has no distance (strings, binary) get
-one range, from the smallest key to the largest. The predicate goes into the classification's read
+cover every key with the least total width. A gap narrower than a 64th of the batch's span is not
+cut: it could skip a file only on a table of more than 64 files over that span, while every range
+costs Delta's file skipping and planning on each read (bench/RESULTS.md, eighth session: one range
+instead of eight that skipped nothing made a batch of 1,500 uniform keys faster). So a batch of
+keys spread evenly gets one range, and a batch of a few clusters, or of a few keys, one per cluster.
+Keys whose type has no distance (strings, binary) get one range, from the smallest key to the
+largest. The predicate goes into the classification's read
 of the table and into the MERGE condition, where Delta's file skipping (min/max statistics per
 file) uses it. A key outside every range is never in the batch, so results are unchanged.
 """
@@ -22,6 +27,9 @@ if TYPE_CHECKING:
 #: How many ranges a batch's keys are cut into: enough to skip the gaps of a few clusters of keys,
 #: few enough that the predicate stays cheap to evaluate per file.
 DEFAULT_RANGES = 8
+
+#: The narrowest gap between a batch's keys that is cut, as a share of the batch's span.
+MIN_GAP_SHARE = 1 / 64
 
 
 @dataclass(frozen=True)
@@ -44,9 +52,12 @@ class KeyRanges:
         return condition if condition is not None else F.lit(False)
 
 
-def key_ranges(changes: DataFrame, key: Sequence[str], *, limit: int = DEFAULT_RANGES) -> KeyRanges | None:
+def key_ranges(
+    changes: DataFrame, key: Sequence[str], *, limit: int = DEFAULT_RANGES, min_share: float = MIN_GAP_SHARE
+) -> KeyRanges | None:
     """The ranges covering the keys of ``changes`` (one action, a few rows), or ``None`` when the key
-    has several columns or ``changes`` is empty."""
+    has several columns or ``changes`` is empty. Only gaps of at least ``min_share`` of the span from
+    the smallest key to the largest are cut."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
@@ -62,6 +73,7 @@ def key_ranges(changes: DataFrame, key: Sequence[str], *, limit: int = DEFAULT_R
     if distance is None or limit == 1:
         rows = bounds.collect()
     else:
+        bounds = bounds.withColumn("span", distance(F.col("lo"), F.col("hi")).cast(T.DoubleType()))
         ordered = Window.orderBy("k")
         steps = keys.select(F.lag("k").over(ordered).alias("lo"), F.col("k").alias("hi")).where(
             F.col("lo").isNotNull() & (F.col("hi") != F.col("lo"))
@@ -70,13 +82,17 @@ def key_ranges(changes: DataFrame, key: Sequence[str], *, limit: int = DEFAULT_R
             steps.withColumn("gap", distance(F.col("lo"), F.col("hi")).cast(T.DoubleType()))
             .orderBy(F.col("gap").desc())
             .limit(limit - 1)
+            .withColumn("span", F.lit(None).cast(T.DoubleType()))
         )
         rows = bounds.unionByName(widest).collect()
     first = [r for r in rows if r["gap"] is None]
     if not first or first[0]["lo"] is None:
         return None
     lowest, highest = first[0]["lo"], first[0]["hi"]
-    cuts = sorted(((r["lo"], r["hi"]) for r in rows if r["gap"] is not None), key=lambda cut: cut[0])
+    span = first[0].asDict().get("span")
+    narrowest = span * min_share if span else 0.0
+    wide = [r for r in rows if r["gap"] is not None and r["gap"] >= narrowest]
+    cuts = sorted(((r["lo"], r["hi"]) for r in wide), key=lambda cut: cut[0])
     ranges: list[tuple[Any, Any]] = []
     start = lowest
     for end, restart in cuts:
