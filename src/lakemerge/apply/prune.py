@@ -10,9 +10,9 @@ costs Delta's file skipping and planning on each read (bench/RESULTS.md, eighth 
 instead of eight that skipped nothing made a batch of 1,500 uniform keys faster). So a batch of
 keys spread evenly gets one range, and a batch of a few clusters, or of a few keys, one per cluster.
 Keys whose type has no distance (strings, binary) get one range, from the smallest key to the
-largest. The predicate goes into the classification's read
-of the table and into the MERGE condition, where Delta's file skipping (min/max statistics per
-file) uses it. A key outside every range is never in the batch, so results are unchanged.
+largest. The predicate goes into the classification's read of the table and into the MERGE
+condition, where Delta's file skipping (min/max statistics per file) uses it. A key outside every
+range is never in the batch, so results are unchanged.
 """
 
 from __future__ import annotations

@@ -1,0 +1,67 @@
+"""The Spark jobs of a warm lakemerge batch, from Spark's status store:
+``python -m bench.jobs [MODE] [COUNT] [BATCHES] [LAYOUT]``.
+
+Creates the harness's table (``LAYOUT``: clustered, random or date; default clustered) from
+``/tmp/lakemerge-bench/sf1`` (run ``python -m bench`` once to generate it), applies ``COUNT``
+(default 8) batches named ``BATCHES`` (default ``uniform-0.1``) in ``MODE`` (default ``log``), and
+prints each batch's time and, for the last one, every Spark job it ran: when it started after the
+batch did, how long it took, its tasks and where it came from (the lakemerge line, or Delta's
+description such as "Filtering files for query"). The gaps between jobs are the driver's planning.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+def main(argv: list[str]) -> int:
+    defaults = ["log", "8", "uniform-0.1", "clustered"]
+    mode, count, kind, layout = (argv + defaults[len(argv) :])[:4]
+    from bench import peers
+    from lakemerge import api
+
+    root = "/tmp/lakemerge-bench/sf1"
+    batches = [f"{root}/batch-{kind}-{n}.parquet" for n in range(1, int(count) + 1)]
+    spark = peers.session()
+    path = "/tmp/lakemerge-bench/jobs-table"
+    peers.clean(path)
+    peers._create_delta(spark, f"{root}/orders.parquet", path, layout, deletion_vectors=mode == "deletion_vectors")
+    table = peers.lakemerge_table(path, layout, mode, batches[0])
+    store = spark.sparkContext._jsc.sc().statusStore()  # type: ignore[union-attr]
+    for number, batch in enumerate(batches, start=1):
+        began_ms = time.time() * 1000
+        start = time.perf_counter()
+        api.apply_table(table, inputs=[batch], spark=spark)
+        print(f"batch {number}: {time.perf_counter() - start:.2f} s")
+        if number == len(batches):
+            for line in _jobs_since(store, began_ms):
+                print(line)
+    spark.stop()
+    peers.clean(path)
+    return 0
+
+
+def _jobs_since(store: object, began_ms: float) -> list[str]:
+    """One line per job submitted after ``began_ms`` (epoch milliseconds), in submission order."""
+    jobs = store.jobsList(None)  # type: ignore[attr-defined]
+    rows = []
+    for index in range(jobs.size()):
+        job = jobs.apply(index)
+        submitted = job.submissionTime()
+        if not submitted.isDefined() or submitted.get().getTime() < began_ms:
+            continue
+        start = submitted.get().getTime()
+        completed = job.completionTime()
+        end = completed.get().getTime() if completed.isDefined() else start
+        description = job.description()
+        where = str(description.get()) if description.isDefined() else str(job.name())
+        rows.append((start - began_ms, end - start, job.jobId(), job.numTasks(), where[:100]))
+    return [
+        f"  +{at:6.0f} ms {took:5d} ms  job {job_id:4d}  tasks {tasks:3d}  {where}"
+        for at, took, job_id, tasks, where in sorted(rows)
+    ]
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
