@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakemerge.errors import InputError, SchemaError, TableError
 from lakemerge.results import AppliedFile
+from lakemerge.spark.scoped import scoped_conf
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -196,21 +197,11 @@ def commit_record(
 ) -> Iterator[None]:
     """Attach ``record`` to the Delta commit made inside the block, as userMetadata, and (unless
     ``txn_version`` is None) make the commit idempotent under lakemerge's transaction identifier."""
-    conf = spark.conf
     settings = {_USER_METADATA: json.dumps({"lakemerge": RECORD_VERSION, **record}, separators=(",", ":"))}
     if txn_version is not None:
         settings.update({_TXN_APP_ID: app_id, _TXN_VERSION: str(txn_version)})
-    previous = {key: conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        conf.set(key, value)
-    try:
+    with scoped_conf(spark, settings):
         yield
-    finally:
-        for key, old in previous.items():
-            if old is None:
-                conf.unset(key)
-            else:
-                conf.set(key, old)
 
 
 def txn_version(spark: SparkSession, path: str, app_id: str = TXN_APP_ID) -> int:

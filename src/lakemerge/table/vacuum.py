@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakemerge.config.models import TableConfig
 from lakemerge.errors import ConfigError
+from lakemerge.spark.scoped import scoped_conf
 from lakemerge.table import delta, tombstones
 from lakemerge.table.inspect import require_table
 
@@ -105,11 +106,8 @@ def _listing_parallelism(spark: SparkSession) -> Iterator[None]:
     if explicit is not None:
         yield
         return
-    spark.conf.set(key, str(max(1, spark.sparkContext.defaultParallelism)))
-    try:
+    with scoped_conf(spark, {key: str(max(1, spark.sparkContext.defaultParallelism))}):
         yield
-    finally:
-        spark.conf.unset(key)
 
 
 def _vacuum_files(spark: SparkSession, path: str, retain_hours: float | None) -> int:
