@@ -24,9 +24,7 @@ from lakemerge.errors import AccountingError, ConflictError, InputError, SchemaE
 from lakemerge.feeds import FeedFile, list_feed_files, read_feed
 from lakemerge.feeds import columns as C
 from lakemerge.results import AppliedFile, BatchMetrics, BatchResult
-from lakemerge.spark import tuning
 from lakemerge.spark.errors import first_line, translate
-from lakemerge.spark.scoped import scoped_conf
 from lakemerge.table import delta, maintenance, quarantine, tombstones
 
 if TYPE_CHECKING:
@@ -66,8 +64,6 @@ class BatchPlan:
     ranges: KeyRanges | None = None
     small: bool = False
     stored_columns: tuple[str, ...] = ()
-    #: Spark settings the batch was planned with and is written with (:mod:`lakemerge.spark.tuning`).
-    settings: dict[str, str] = field(default_factory=dict)
 
     def release(self) -> None:
         """Unpersist the cached frames."""
@@ -172,8 +168,6 @@ def plan_batch(
         raise (translate(exc, reading=True) or exc) from exc
     frame = changes.frame.persist(StorageLevel.MEMORY_AND_DISK)
     frames = [frame]
-    settings: dict[str, str] = {}
-    tuned = contextlib.ExitStack()
     try:
         try:
             ignored_row = F.when(F.col(C.ERROR).isNull() & (F.col(C.OP) == "N"), 1).otherwise(0)
@@ -234,10 +228,6 @@ def plan_batch(
             valid = valid.unionByName(absent, allowMissingColumns=True)
         tombs = tombstones.read(spark, table, selection.ledger.batch_ids)
         small = rows_read + snapshot_absent <= BROADCAST_ROWS
-        if small and not table.scd2 and not selection.snapshots:
-            # Only the batch's rows are shuffled from here on (the table is reduced to its keys).
-            settings = tuning.small_batch_settings(spark, rows_read)
-            tuned.enter_context(scoped_conf(spark, settings))
         partial = table.partial_columns(changes.data_columns)
         history: scd2.History | None = None
         ranges: KeyRanges | None = None
@@ -298,8 +288,6 @@ def plan_batch(
         for item in frames:
             item.unpersist()
         raise
-    finally:
-        tuned.close()
     collapsed = sum(counts.values())
     metrics = BatchMetrics(
         rows_read=rows_read,
@@ -340,7 +328,6 @@ def plan_batch(
         ranges=ranges,
         small=small,
         stored_columns=tuple(stored.columns) if stored is not None else (),
-        settings=settings,
     )
 
 
@@ -382,7 +369,7 @@ def commit_batch(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
             quarantine.write_bad_rows(plan.bad, plan.table.quarantine)
     if metrics.tombstones_written and not plan.table.log_mode:
         # (A log table's tombstones are rows of its log, appended below with the batch.)
-        with _translated(), scoped_conf(spark, plan.settings):
+        with _translated():
             _write_tombstones(spark, plan)
     with delta.commit_record(spark, record, txn_version=plan.txn_version), _translated():
         if plan.history is not None:
@@ -395,18 +382,17 @@ def commit_batch(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
                 txn_version=plan.txn_version,
             )
         elif plan.table.log_mode:
-            with scoped_conf(spark, plan.settings):
-                log.append(
-                    spark,
-                    plan.table,
-                    plan.classified,
-                    data_columns=plan.data_columns,
-                    partial=plan.partial,
-                    txn_version=plan.txn_version,
-                    writes=metrics.inserted + metrics.updated + metrics.deleted + metrics.deletes_absent,
-                    small=plan.small,
-                    stored_columns=plan.stored_columns,
-                )
+            log.append(
+                spark,
+                plan.table,
+                plan.classified,
+                data_columns=plan.data_columns,
+                partial=plan.partial,
+                txn_version=plan.txn_version,
+                writes=metrics.inserted + metrics.updated + metrics.deleted + metrics.deletes_absent,
+                small=plan.small,
+                stored_columns=plan.stored_columns,
+            )
         else:
             write_changes(
                 spark,
