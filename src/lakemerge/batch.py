@@ -24,7 +24,9 @@ from lakemerge.errors import AccountingError, ConflictError, InputError, SchemaE
 from lakemerge.feeds import FeedFile, list_feed_files, read_feed
 from lakemerge.feeds import columns as C
 from lakemerge.results import AppliedFile, BatchMetrics, BatchResult
+from lakemerge.spark import tuning
 from lakemerge.spark.errors import first_line, translate
+from lakemerge.spark.scoped import scoped_conf
 from lakemerge.table import delta, maintenance, quarantine, tombstones
 
 if TYPE_CHECKING:
@@ -64,6 +66,10 @@ class BatchPlan:
     ranges: KeyRanges | None = None
     small: bool = False
     stored_columns: tuple[str, ...] = ()
+    #: Spark settings the batch was planned with and is written with (:mod:`lakemerge.spark.tuning`).
+    settings: dict[str, str | None] = field(default_factory=dict)
+    #: The session's own values of those settings, for the parts that read the whole table.
+    own_settings: dict[str, str | None] = field(default_factory=dict)
 
     def release(self) -> None:
         """Unpersist the cached frames."""
@@ -141,7 +147,11 @@ def _applied(ledger: delta.Ledger, index: int) -> dict[str, Any] | None:
 
 
 def plan_batch(
-    table: TableConfig, *, spark: SparkSession, inputs: Sequence[str] | None = None
+    table: TableConfig,
+    *,
+    spark: SparkSession,
+    inputs: Sequence[str] | None = None,
+    own_settings: dict[str, str | None] | None = None,
 ) -> BatchPlan | NothingPending:
     """Read and classify the next batch of ``table``.
 
@@ -168,6 +178,9 @@ def plan_batch(
         raise (translate(exc, reading=True) or exc) from exc
     frame = changes.frame.persist(StorageLevel.MEMORY_AND_DISK)
     frames = [frame]
+    settings: dict[str, str | None] = {}
+    own = tuning.session_settings(spark) if own_settings is None else own_settings
+    tuned = contextlib.ExitStack()
     try:
         try:
             ignored_row = F.when(F.col(C.ERROR).isNull() & (F.col(C.OP) == "N"), 1).otherwise(0)
@@ -175,6 +188,11 @@ def plan_batch(
         except Exception as exc:
             raise (translate(exc, reading=True) or exc) from exc
         rows_read, rows_bad, ignored = int(stats[0]), int(stats[1]), int(stats[2] or 0)
+        # A batch that may reach the whole table (large, with history, or with snapshots, whose
+        # absent keys come from the table) is planned with the session's own settings.
+        tune = rows_read <= BROADCAST_ROWS and not table.scd2 and not selection.snapshots
+        if not tune:
+            tuned.enter_context(scoped_conf(spark, own))
         if table.too_many_bad(rows_bad, rows_read):
             raise first_bad_row(
                 changes, files, rows_bad, threshold=table.max_bad_rows > 0 or table.max_bad_fraction is not None
@@ -204,7 +222,10 @@ def plan_batch(
                 date_to_timestamp=table.widen_date_to_timestamp,
                 table_widens=not table.log_mode and delta.type_widening_enabled(spark, table.path),
             )
-        truncate = _truncate(table, valid, stored) if any(f.truncate_codes for f in table.feeds) else Truncate()
+        truncate = Truncate()
+        if any(f.truncate_codes for f in table.feeds):
+            with scoped_conf(spark, own):  # (it counts the stored rows a truncate removes)
+                truncate = _truncate(table, valid, stored)
         if truncate.before is not None:
             valid = valid.filter(
                 (F.col(C.OP) != "T") & (F.struct(*[F.col(f"`{c}`") for c in table.sequence_columns]) >= truncate.before)
@@ -228,6 +249,12 @@ def plan_batch(
             valid = valid.unionByName(absent, allowMissingColumns=True)
         tombs = tombstones.read(spark, table, selection.ledger.batch_ids)
         small = rows_read + snapshot_absent <= BROADCAST_ROWS
+        if tune and truncate.before is None:
+            # Only the batch's rows are shuffled from here on (the table is reduced to its keys).
+            settings = tuning.small_batch_settings(spark, rows_read)
+            tuned.enter_context(scoped_conf(spark, settings))
+        elif tune:
+            tuned.enter_context(scoped_conf(spark, own))
         partial = table.partial_columns(changes.data_columns)
         history: scd2.History | None = None
         ranges: KeyRanges | None = None
@@ -288,6 +315,8 @@ def plan_batch(
         for item in frames:
             item.unpersist()
         raise
+    finally:
+        tuned.close()
     collapsed = sum(counts.values())
     metrics = BatchMetrics(
         rows_read=rows_read,
@@ -328,6 +357,8 @@ def plan_batch(
         ranges=ranges,
         small=small,
         stored_columns=tuple(stored.columns) if stored is not None else (),
+        settings=settings,
+        own_settings=own,
     )
 
 
@@ -369,44 +400,47 @@ def commit_batch(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
             quarantine.write_bad_rows(plan.bad, plan.table.quarantine)
     if metrics.tombstones_written and not plan.table.log_mode:
         # (A log table's tombstones are rows of its log, appended below with the batch.)
-        with _translated():
+        with _translated(), scoped_conf(spark, plan.settings or plan.own_settings):
             _write_tombstones(spark, plan)
     with delta.commit_record(spark, record, txn_version=plan.txn_version), _translated():
         if plan.history is not None:
-            scd2.write(
-                spark,
-                plan.table,
-                plan.history,
-                exists=plan.exists,
-                writes=plan.writes or 0,
-                txn_version=plan.txn_version,
-            )
+            with scoped_conf(spark, plan.own_settings):
+                scd2.write(
+                    spark,
+                    plan.table,
+                    plan.history,
+                    exists=plan.exists,
+                    writes=plan.writes or 0,
+                    txn_version=plan.txn_version,
+                )
         elif plan.table.log_mode:
-            log.append(
-                spark,
-                plan.table,
-                plan.classified,
-                data_columns=plan.data_columns,
-                partial=plan.partial,
-                txn_version=plan.txn_version,
-                writes=metrics.inserted + metrics.updated + metrics.deleted + metrics.deletes_absent,
-                small=plan.small,
-                stored_columns=plan.stored_columns,
-            )
+            with scoped_conf(spark, plan.settings or plan.own_settings):
+                log.append(
+                    spark,
+                    plan.table,
+                    plan.classified,
+                    data_columns=plan.data_columns,
+                    partial=plan.partial,
+                    txn_version=plan.txn_version,
+                    writes=metrics.inserted + metrics.updated + metrics.deleted + metrics.deletes_absent,
+                    small=plan.small,
+                    stored_columns=plan.stored_columns,
+                )
         else:
-            write_changes(
-                spark,
-                plan.table,
-                plan.classified,
-                data_columns=plan.data_columns,
-                exists=plan.exists,
-                writes=metrics.inserted + metrics.updated + metrics.deleted + metrics.truncated,
-                partial=plan.partial,
-                truncate_before=plan.truncate_before,
-                txn_version=plan.txn_version,
-                ranges=plan.ranges,
-                inserts_only=metrics.updated == metrics.deleted == metrics.truncated == 0,
-            )
+            with scoped_conf(spark, plan.own_settings):
+                write_changes(
+                    spark,
+                    plan.table,
+                    plan.classified,
+                    data_columns=plan.data_columns,
+                    exists=plan.exists,
+                    writes=metrics.inserted + metrics.updated + metrics.deleted + metrics.truncated,
+                    partial=plan.partial,
+                    truncate_before=plan.truncate_before,
+                    txn_version=plan.txn_version,
+                    ranges=plan.ranges,
+                    inserts_only=metrics.updated == metrics.deleted == metrics.truncated == 0,
+                )
     target = plan.table.log_table if plan.table.log_mode else plan.table.path
     found = delta.find_commit(spark, target, plan.batch_id)
     if found is None:
@@ -480,7 +514,9 @@ def apply_table(
     started = time.monotonic()
     for attempt in range(1, table.commit_attempts + 1):
         try:
-            result = _attempt(table, spark=spark, inputs=inputs, dry_run=dry_run, started=started)
+            own = tuning.session_settings(spark)
+            with scoped_conf(spark, tuning.batch_settings(spark)):
+                result = _attempt(table, spark=spark, inputs=inputs, dry_run=dry_run, started=started, own=own)
         except Exception as exc:
             conflict = exc if isinstance(exc, _Superseded) else translate(exc, reading=False)
             if not isinstance(conflict, (_Superseded, ConflictError)):
@@ -516,9 +552,15 @@ def _register(spark: SparkSession, table: TableConfig, result: BatchResult) -> N
 
 
 def _attempt(
-    table: TableConfig, *, spark: SparkSession, inputs: Sequence[str] | None, dry_run: bool, started: float
+    table: TableConfig,
+    *,
+    spark: SparkSession,
+    inputs: Sequence[str] | None,
+    dry_run: bool,
+    started: float,
+    own: dict[str, str | None],
 ) -> BatchResult:
-    plan = plan_batch(table, spark=spark, inputs=inputs)
+    plan = plan_batch(table, spark=spark, inputs=inputs, own_settings=own)
     if isinstance(plan, NothingPending):
         return _nothing(table, plan.skipped, started)
     try:
@@ -526,7 +568,8 @@ def _attempt(
     finally:
         plan.release()
     if not dry_run and maintenance.compaction_due(spark, table, batch=plan.txn_version):
-        result = replace(result, compaction=maintenance.compact(table, spark=spark))
+        with scoped_conf(spark, plan.own_settings):
+            result = replace(result, compaction=maintenance.compact(table, spark=spark))
     return result
 
 

@@ -11,13 +11,16 @@ if TYPE_CHECKING:
 
 
 @contextlib.contextmanager
-def scoped_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
-    """Set ``settings`` on the session for the block, then put back what was there (unset what
-    was not set)."""
+def scoped_conf(spark: SparkSession, settings: Mapping[str, str | None]) -> Iterator[None]:
+    """Set ``settings`` on the session for the block (``None``: unset), then put back what was
+    there (unset what was not set)."""
     conf = spark.conf
     previous = {key: conf.get(key, None) for key in settings}
     for key, value in settings.items():
-        conf.set(key, value)
+        if value is None:
+            conf.unset(key)
+        else:
+            conf.set(key, value)
     try:
         yield
     finally:
