@@ -209,3 +209,19 @@ def test_a_batch_that_reaches_the_whole_table_is_planned_with_the_session_settin
     assert _settings(spark) == before
     expected = [(3, "c")] if why == "truncate" else [(1, "a"), (1, "x"), (2, "b"), (3, "c")]
     assert sorted((r["id"], r["a"]) for r in read_table(table.path)) == expected
+
+
+def test_the_merge_of_a_small_batch_rewrites_the_table_in_the_sessions_partitions_not_the_batchs(
+    spark: Any, tmp_path: Path
+) -> None:
+    # A small batch is classified in two partitions here (local[2]). Its changes, hashed on the
+    # key, must not decide the partitions of the MERGE's join: Spark would shuffle the table into
+    # those two and write the rewritten table as two files (SF10: 35 s instead of 31 s a batch).
+    table = _table(tmp_path, write_mode="copy_on_write")
+    _apply(spark, table, tmp_path / "1", [f"{i},1,U,a" for i in range(400)])
+    with scoped(spark, {ADAPTIVE: "false", PARTITIONS: "5"}):
+        result = _apply(spark, table, tmp_path / "2", [f"{i},2,U,b" for i in range(0, 400, 40)] + ["1000,1,U,c"])
+        assert tuning.small_batch_settings(spark, 11)[PARTITIONS] == "2"
+    assert result.files_added == 5
+    rows = sorted((r["id"], r["a"]) for r in read_table(table.path))
+    assert len(rows) == 401 and rows[0] == (0, "b") and rows[1] == (1, "a") and rows[-1] == (1000, "c")

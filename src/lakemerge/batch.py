@@ -440,6 +440,8 @@ def commit_batch(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
                     txn_version=plan.txn_version,
                     ranges=plan.ranges,
                     inserts_only=metrics.updated == metrics.deleted == metrics.truncated == 0,
+                    # Classified in a small batch's few partitions: not what the rewrite should use.
+                    regroup=bool(plan.settings),
                 )
     target = plan.table.log_table if plan.table.log_mode else plan.table.path
     found = delta.find_commit(spark, target, plan.batch_id)

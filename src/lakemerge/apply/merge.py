@@ -37,6 +37,7 @@ def write_changes(
     truncate_before: Column | None = None,
     ranges: KeyRanges | None = None,
     inserts_only: bool = False,
+    regroup: bool = False,
 ) -> None:
     """Commit the ``insert``/``update``/``delete`` rows of ``classified`` to ``table.path``.
 
@@ -47,7 +48,9 @@ def write_changes(
     sets the table property ``lakemerge.batch`` to the batch number, so that two such commits racing conflict in Delta.
     With ``inserts_only`` (classification found no stored row for any change that writes), the
     inserts are appended (new feed columns added); a concurrent lakemerge writer is still stopped
-    by the batch number's idempotent transaction.
+    by the batch number's idempotent transaction. ``regroup`` deals the changes round-robin before
+    the MERGE, for changes partitioned by the key into fewer partitions than the table's rewrite
+    should use.
     """
     from pyspark.sql import functions as F
 
@@ -71,6 +74,12 @@ def write_changes(
     source = classified.filter(F.col(C.OUTCOME).isin([o.value for o in WRITES])).select(
         *[F.col(f"`{c}`") for c in data_columns], F.col(C.OP), *extra
     )
+    if regroup:
+        # The changes are hashed on the key into as few partitions as a small batch needs
+        # (lakemerge.spark.tuning); Spark would shuffle the table into those same few for the
+        # join and rewrite every touched file from that many tasks. Partitions dealt round-robin
+        # carry no key, so the join is planned with the session's shuffle partitions instead.
+        source = source.repartition(max(1, spark.sparkContext.defaultParallelism))
     on: str | Column = " AND ".join(f"t.`{k}` = s.`{k}`" for k in table.key)
     if ranges is not None and truncate_before is None:
         # Target-only conjuncts of the condition are what Delta skips files with.

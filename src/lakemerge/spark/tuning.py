@@ -10,10 +10,12 @@ history of an SCD2 table, compaction, and the classification of a batch too larg
 (``lakemerge.batch.BROADCAST_ROWS``) or of a table with history or snapshots. A batch small
 enough to broadcast never shuffles the table (its rows are first reduced to the batch's keys), so
 it is classified and logged in shuffle partitions sized from its rows: one per
-:data:`ROWS_PER_PARTITION`, at most two per core and at least one per core (the classified changes
-keep their partitions into the copy-on-write MERGE, whose rewrite of the touched files would
-otherwise run in one task). The session's values come back when the batch is done, whatever
-happens; a session is meant to apply one batch at a time.
+:data:`ROWS_PER_PARTITION`, at most two per core and at least one per core. The copy-on-write
+MERGE deals such changes round-robin first (``lakemerge.apply.merge.write_changes``, ``regroup``):
+hashed on the key into those few partitions, they would make Spark shuffle the table into as few
+for the join and rewrite it from as many tasks (bench/RESULTS.md, eleventh session: SF10 batches
+35 s instead of 31 s). The session's values come back when the batch is done, whatever happens; a
+session is meant to apply one batch at a time.
 
 ``spark.lakemerge.smallBatchTuning=false`` in the session's settings turns all of this off.
 """
