@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import lakemerge
-from lakemerge.spark.session import session_conf
+from lakemerge.spark.session import DEBUGGING, session_conf
 from tests.helpers import read_table, table_version, write_lines
 
 _names = itertools.count()
@@ -201,6 +201,17 @@ def test_local_sessions_run_the_parallel_garbage_collector(spark: Any) -> None:
     beans = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
     names = {str(bean.getName()) for bean in beans}
     assert names == {"PS Scavenge", "PS MarkSweep"}, f"the suite's session runs {names}"
+
+
+def test_sessions_do_not_record_the_python_call_site_of_every_column_expression(spark: Any) -> None:
+    from pyspark.errors.utils import is_debugging_enabled
+
+    for master in ("local[2]", "spark://h:7077"):
+        assert session_conf(lakemerge.SparkSettings(master=master))[DEBUGGING] == "false"
+    own = lakemerge.SparkSettings(conf={DEBUGGING: "true"})
+    assert session_conf(own)[DEBUGGING] == "true", "the user's choice wins"
+    assert spark.conf.get(DEBUGGING) == "false"
+    assert not is_debugging_enabled(), "PySpark still walks the stack for every column expression"
 
 
 @pytest.mark.parametrize(

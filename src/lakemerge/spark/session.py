@@ -34,6 +34,9 @@ def avro_package() -> str:
     return AVRO_PACKAGE
 
 
+#: PySpark's setting for recording the Python call site of every column expression.
+DEBUGGING = "spark.python.sql.dataFrameDebugging.enabled"
+
 _DEFAULTS: dict[str, str] = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
@@ -46,6 +49,12 @@ _DEFAULTS: dict[str, str] = {
     # (bench/RESULTS.md, "Sixth session"). A batch now compiles little more than the code its
     # literals change.
     "spark.sql.codegen.cache.maxEntries": "1000",
+    # PySpark records, for every column expression built in Python (`F.col`, `==`, `.alias`, ...),
+    # the Python call site, for the "DataFrame context" of runtime errors: a stack walk and four
+    # more calls into the JVM each time. A batch builds about a thousand such expressions, so this
+    # cost 0.5-1 s of a 3-4 s batch (bench/RESULTS.md, "Twelfth session"); lakemerge names the
+    # file, row and column of its errors itself. PySpark reads the setting once per process.
+    DEBUGGING: "false",
 }
 
 
