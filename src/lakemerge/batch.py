@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from lakemerge.apply import Outcome, classify, log, scd2, write_changes
-from lakemerge.apply.prune import KeyRanges, key_ranges
+from lakemerge.apply.prune import KeyRanges, key_ranges, range_query
 from lakemerge.changes import collapse, normalize
 from lakemerge.changes.normalize import ChangeSet, first_bad_row
 from lakemerge.changes.snapshot import WHOLE, Pending, absent_deletes, check_order, next_snapshot, scope_positions
@@ -182,12 +182,22 @@ def plan_batch(
     own = tuning.session_settings(spark) if own_settings is None else own_settings
     tuned = contextlib.ExitStack()
     try:
+        valid = frame.filter(F.col(C.ERROR).isNull() & (F.col(C.OP) != "N"))
+        # The key ranges of a batch that can only touch its own keys (no snapshot, no history, no
+        # truncate possible) are found in the same action as its row counts.
+        early = exists and not table.scd2 and not selection.snapshots and not any(f.truncate_codes for f in table.feeds)
+        query = range_query(valid, table.key) if early else None
         try:
             ignored_row = F.when(F.col(C.ERROR).isNull() & (F.col(C.OP) == "N"), 1).otherwise(0)
-            stats = frame.agg(F.count(F.lit(1)), F.count(C.ERROR), F.sum(ignored_row)).collect()[0]
+            aggregate = frame.agg(
+                F.count(F.lit(1)).alias("_lm_rows"),
+                F.count(C.ERROR).alias("_lm_bad"),
+                F.sum(ignored_row).alias("_lm_n"),
+            )
+            stats = (aggregate.crossJoin(query.frame) if query is not None else aggregate).collect()[0]
         except Exception as exc:
             raise (translate(exc, reading=True) or exc) from exc
-        rows_read, rows_bad, ignored = int(stats[0]), int(stats[1]), int(stats[2] or 0)
+        rows_read, rows_bad, ignored = int(stats["_lm_rows"]), int(stats["_lm_bad"]), int(stats["_lm_n"] or 0)
         # A batch that may reach the whole table (large, with history, or with snapshots, whose
         # absent keys come from the table) is planned with the session's own settings.
         tune = rows_read <= BROADCAST_ROWS and not table.scd2 and not selection.snapshots
@@ -207,11 +217,12 @@ def plan_batch(
                 table=table.name,
             )
 
-        valid = frame.filter(F.col(C.ERROR).isNull() & (F.col(C.OP) != "N"))
         stored = None
+        sides: dict[str, DataFrame] = {}
         if exists:
             # In log mode the stored state is the merged view, so late/tombstone/partial rules hold.
-            stored = log.read_merged(spark, table) if table.log_mode else delta.read_pinned(spark, table.path)
+            sides = log.read_sides(spark, table) if table.log_mode else {}
+            stored = log.merged(table, sides) if table.log_mode else delta.read_pinned(spark, table.path)
             assert stored is not None
             _check_table_columns(table, stored.columns)
             valid = delta.conform(
@@ -272,13 +283,14 @@ def plan_batch(
             # Only a batch that can touch nothing but its own keys is pruned: a truncate or a
             # snapshot reaches every stored row.
             if stored is not None and truncate.before is None and not selection.snapshots:
-                ranges = key_ranges(valid, table.key)
+                ranges = query.ranges(stats) if query is not None else key_ranges(valid, table.key)
             of_keys = table.log_mode and stored is not None and small and not selection.snapshots
             candidates = stored
             if of_keys:
                 # Only the batch's keys of the merged view, deletes too: never rank the whole table
                 # and log, and one read of the log gives its tombstones of those keys as well.
-                candidates = log.newest_of_keys(spark, table, keys=valid.select(*[F.col(f"`{k}`") for k in table.key]))
+                keys = valid.select(*[F.col(f"`{k}`") for k in table.key])
+                candidates = log.newest_of_keys(spark, table, keys=keys, sides=sides)
             elif table.log_mode and table.tombstones and stored is not None:
                 # A log table's deletes are in its log: tombstones committed with their batches
                 # (classify reduces them to the batch's keys, like the tombstone table's).

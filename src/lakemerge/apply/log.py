@@ -159,35 +159,55 @@ def read_merged(spark: SparkSession, table: TableConfig, keys: DataFrame | None 
     small enough to broadcast), only those keys' rows: table and log are each reduced to them by a
     broadcast semi-join before the per-key ranking, so that a batch never shuffles the whole table
     (the ranking is per key, so the result is the same rows)."""
-    return _merged(spark, table, keys=keys, deletes=False)
+    return merged(table, read_sides(spark, table), keys=keys)
 
 
-def newest_of_keys(spark: SparkSession, table: TableConfig, keys: DataFrame) -> DataFrame | None:
+def newest_of_keys(
+    spark: SparkSession, table: TableConfig, keys: DataFrame, sides: dict[str, DataFrame] | None = None
+) -> DataFrame | None:
     """For each of ``keys`` (key columns of a batch small enough to broadcast) that the table or its
     log holds: its newest row, a delete too, with ``_lm_op`` (``None`` when neither exists).
+    ``sides``: the table and log as :func:`read_sides` read them for the same batch.
 
     One read of the log gives a batch both its stored rows (the ``U`` rows: :func:`read_merged`
     with ``keys``) and its tombstones from the log: a key's newest delete is the only one that
     counts, because a batch writes a delete (or any change) only when its sequence is at least the
     key's stored row's and newest tombstone's; and while the key's newest row is an upsert, no
     tombstone of it is looked at."""
-    return _merged(spark, table, keys=keys, deletes=True)
+    return merged(table, read_sides(spark, table) if sides is None else sides, keys=keys, deletes=True)
 
 
-def _merged(spark: SparkSession, table: TableConfig, *, keys: DataFrame | None, deletes: bool) -> DataFrame | None:
+def read_sides(spark: SparkSession, table: TableConfig) -> dict[str, DataFrame]:
+    """The table and its log, those that exist, each read at its version now (by path): what
+    :func:`merged` builds a view of. A batch reads them once for all the views it needs."""
+    return {
+        path: delta.read_pinned(spark, path)
+        for path in (table.path, table.log_table)
+        if delta.table_exists(spark, path)
+    }
+
+
+def merged(
+    table: TableConfig, sides: dict[str, DataFrame], *, keys: DataFrame | None = None, deletes: bool = False
+) -> DataFrame | None:
+    """The merged view over ``sides`` (:func:`read_sides`), reduced to ``keys`` when given (see
+    :func:`read_merged`); ``deletes``: a key's newest row also when it is a delete (see
+    :func:`newest_of_keys`). ``None`` when neither side exists."""
     from pyspark.sql import functions as F
 
     relations: dict[str, str] = {}
     schemas: dict[str, StructType] = {}
-    for path in (table.path, table.log_table):
-        if delta.table_exists(spark, path):
-            name = f"_lm_merged_{uuid.uuid4().hex}"
-            frame = delta.read_pinned(spark, path)
-            schemas[path] = frame.schema
-            if keys is not None:
-                frame = frame.join(F.broadcast(keys), on=list(table.key), how="left_semi")
-            frame.createOrReplaceTempView(name)
-            relations[path] = name
+    spark = None
+    for path, frame in sides.items():
+        spark = frame.sparkSession
+        name = f"_lm_merged_{uuid.uuid4().hex}"
+        schemas[path] = frame.schema
+        if keys is not None:
+            frame = frame.join(F.broadcast(keys), on=list(table.key), how="left_semi")
+        frame.createOrReplaceTempView(name)
+        relations[path] = name
+    if spark is None:
+        return None
     try:
         # The schemas of the versions just read: no second load of either path.
         sql = _view_sql(table, schemas, relations, deletes=deletes)

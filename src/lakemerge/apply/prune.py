@@ -2,7 +2,8 @@
 files that cannot hold any of them (PRODUCT.md §Performance; OSS Delta MERGE does not prune by
 itself).
 
-The ranges come from one small aggregate over the batch's keys (never over the table): sorted,
+The ranges come from one small aggregate over the batch's keys (never over the table; a batch
+collects it in the same action as its row counts): sorted,
 the batch's keys are cut at their ``limit - 1`` widest gaps, which gives the ``limit`` ranges that
 cover every key with the least total width. A gap narrower than a 64th of the batch's span is not
 cut: it could skip a file only on a table of more than 64 files over that span, while every range
@@ -52,12 +53,40 @@ class KeyRanges:
         return condition if condition is not None else F.lit(False)
 
 
-def key_ranges(
+@dataclass(frozen=True)
+class RangeQuery:
+    """The one-row aggregate that :func:`key_ranges` collects, for a caller to collect with other
+    figures of the same rows in one Spark action (``frame`` may be cross-joined with another one-row
+    aggregate: its columns are prefixed ``_lm_kr_``)."""
+
+    frame: DataFrame
+    column: str
+    min_share: float
+
+    def ranges(self, row: Any) -> KeyRanges | None:
+        """The ranges from ``row`` (a collected row holding ``frame``'s columns), or ``None`` when
+        there is no key."""
+        lowest, highest = row["_lm_kr_lo"], row["_lm_kr_hi"]
+        if lowest is None:
+            return None
+        span = row["_lm_kr_span"]
+        narrowest = span * self.min_share if span else 0.0
+        cuts = sorted(((c["lo"], c["hi"]) for c in row["_lm_kr_cuts"] if c["gap"] >= narrowest), key=lambda c: c[0])
+        ranges: list[tuple[Any, Any]] = []
+        start = lowest
+        for end, restart in cuts:
+            ranges.append((start, end))
+            start = restart
+        ranges.append((start, highest))
+        return KeyRanges(column=self.column, ranges=tuple(ranges))
+
+
+def range_query(
     changes: DataFrame, key: Sequence[str], *, limit: int = DEFAULT_RANGES, min_share: float = MIN_GAP_SHARE
-) -> KeyRanges | None:
-    """The ranges covering the keys of ``changes`` (one action, a few rows), or ``None`` when the key
-    has several columns or ``changes`` is empty. Only gaps of at least ``min_share`` of the span from
-    the smallest key to the largest are cut."""
+) -> RangeQuery | None:
+    """The aggregate that finds the ranges covering the keys of ``changes``: their smallest and
+    largest key, their span and their ``limit - 1`` widest gaps; ``None`` when the key has several
+    columns. Only gaps of at least ``min_share`` of the span are cut (see :meth:`RangeQuery.ranges`)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
@@ -65,41 +94,40 @@ def key_ranges(
     if len(key) != 1 or limit < 1:
         return None
     name = key[0]
-    column = F.col(f"`{name}`")
     kind = changes.schema[name].dataType
-    keys = changes.select(column.alias("k")).where(F.col("k").isNotNull())
-    bounds = keys.agg(F.min("k").alias("lo"), F.max("k").alias("hi")).withColumn("gap", F.lit(None).cast("double"))
+    keys = changes.select(F.col(f"`{name}`").alias("k")).where(F.col("k").isNotNull())
+    bounds = keys.agg(F.min("k").alias("_lm_kr_lo"), F.max("k").alias("_lm_kr_hi"))
     distance = _distance(kind)
+    cut = T.StructType([T.StructField("lo", kind), T.StructField("hi", kind), T.StructField("gap", T.DoubleType())])
     if distance is None or limit == 1:
-        rows = bounds.collect()
+        frame = bounds.select(
+            "*",
+            F.lit(None).cast(T.DoubleType()).alias("_lm_kr_span"),
+            F.array().cast(T.ArrayType(cut)).alias("_lm_kr_cuts"),
+        )
     else:
-        bounds = bounds.withColumn("span", distance(F.col("lo"), F.col("hi")).cast(T.DoubleType()))
-        ordered = Window.orderBy("k")
-        steps = keys.select(F.lag("k").over(ordered).alias("lo"), F.col("k").alias("hi")).where(
+        span = distance(F.col("_lm_kr_lo"), F.col("_lm_kr_hi")).cast(T.DoubleType())
+        steps = keys.select(F.lag("k").over(Window.orderBy("k")).alias("lo"), F.col("k").alias("hi")).where(
             F.col("lo").isNotNull() & (F.col("hi") != F.col("lo"))
         )
         widest = (
-            steps.withColumn("gap", distance(F.col("lo"), F.col("hi")).cast(T.DoubleType()))
+            steps.select("lo", "hi", distance(F.col("lo"), F.col("hi")).cast(T.DoubleType()).alias("gap"))
             .orderBy(F.col("gap").desc())
             .limit(limit - 1)
-            .withColumn("span", F.lit(None).cast(T.DoubleType()))
+            .agg(F.collect_list(F.struct("lo", "hi", "gap")).alias("_lm_kr_cuts"))
         )
-        rows = bounds.unionByName(widest).collect()
-    first = [r for r in rows if r["gap"] is None]
-    if not first or first[0]["lo"] is None:
-        return None
-    lowest, highest = first[0]["lo"], first[0]["hi"]
-    span = first[0].asDict().get("span")
-    narrowest = span * min_share if span else 0.0
-    wide = [r for r in rows if r["gap"] is not None and r["gap"] >= narrowest]
-    cuts = sorted(((r["lo"], r["hi"]) for r in wide), key=lambda cut: cut[0])
-    ranges: list[tuple[Any, Any]] = []
-    start = lowest
-    for end, restart in cuts:
-        ranges.append((start, end))
-        start = restart
-    ranges.append((start, highest))
-    return KeyRanges(column=name, ranges=tuple(ranges))
+        frame = bounds.select("*", span.alias("_lm_kr_span")).crossJoin(widest)
+    return RangeQuery(frame=frame, column=name, min_share=min_share)
+
+
+def key_ranges(
+    changes: DataFrame, key: Sequence[str], *, limit: int = DEFAULT_RANGES, min_share: float = MIN_GAP_SHARE
+) -> KeyRanges | None:
+    """The ranges covering the keys of ``changes`` (one action, one row), or ``None`` when the key
+    has several columns or ``changes`` is empty. Only gaps of at least ``min_share`` of the span from
+    the smallest key to the largest are cut."""
+    query = range_query(changes, key, limit=limit, min_share=min_share)
+    return query.ranges(query.frame.collect()[0]) if query is not None else None
 
 
 def _distance(kind: Any) -> Any:
