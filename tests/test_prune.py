@@ -15,7 +15,8 @@ import pytest
 
 import lakemerge
 from lakemerge import batch as batch_module
-from lakemerge.apply.prune import key_ranges
+from lakemerge.apply.prune import KeyRanges, key_ranges, skipped_share
+from lakemerge.table.delta import file_key_bounds
 from tests.helpers import read_table, write_lines
 from tests.oracle import apply_batch, state_rows
 
@@ -154,3 +155,58 @@ def test_pruned_batches_equal_the_oracle(spark: Any, tmp_path: Path, monkeypatch
         assert read_table(table.path, list(COLUMNS)) == sorted(
             state_rows(state, COLUMNS), key=lambda r: [(v is None, str(v)) for v in r.values()]
         )
+
+
+def test_the_share_of_bytes_outside_the_ranges_counts_only_files_known_to_lie_outside() -> None:
+    ranges = KeyRanges(column="id", ranges=((10, 20), (50, 50)))
+    files = [(0, 9, 100), (10, 15, 200), (21, 49, 300), (45, 60, 400), (None, None, 500), (51, 90, 500)]
+    # Outside: 0-9, 21-49 and 51-90 (900 bytes); the file without statistics may hold any key.
+    assert skipped_share(files, ranges) == pytest.approx(900 / 2000)
+    assert skipped_share([(0, 100, 7)], ranges) == 0.0
+    assert skipped_share([], ranges) is None
+
+
+def test_file_key_bounds_come_from_the_delta_log_and_refuse_what_statistics_cannot_bound(
+    spark: Any, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "t")
+    spark.range(40).selectExpr(
+        "id", "CAST(id AS STRING) AS name", "CAST(id AS DOUBLE) AS x", "id % 2 AS p"
+    ).repartitionByRange(4, "id").write.format("delta").save(path)
+    bounds = sorted(file_key_bounds(spark, path, "id") or [])
+    assert [(low, high) for low, high, _ in bounds] == [(0, 9), (10, 19), (20, 29), (30, 39)]
+    assert all(size > 0 for _, _, size in bounds)
+    assert file_key_bounds(spark, path, "name") is None, "string statistics are truncated"
+    assert file_key_bounds(spark, path, "x") is None
+    partitioned = str(tmp_path / "p")
+    spark.range(10).selectExpr("id", "id % 2 AS p").write.format("delta").partitionBy("p").save(partitioned)
+    assert file_key_bounds(spark, partitioned, "p") is None
+
+
+def test_batches_use_key_ranges_only_where_they_skip_files(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch whose ranges would leave out less than MIN_SKIPPED_SHARE of the table's bytes runs
+    without them (they would only cost it); one whose keys cluster keeps them."""
+    planned: list[Any] = []
+    original = batch_module.plan_batch
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        plan = original(*args, **kwargs)
+        planned.append(plan.ranges)
+        return plan
+
+    monkeypatch.setattr(batch_module, "plan_batch", spy)
+    table = _table(tmp_path)
+    state = _clustered(spark, table, keys=400, files=8)
+    spread = [{"id": k, "seq": 2, "op": "U", "v": "s"} for k in range(5, 400, 20)]  # in every file
+    clustered = [{"id": k, "seq": 3, "op": "U", "v": "c"} for k in (101, 102, 140)]
+    _apply(spark, table, tmp_path / "b1", clustered)
+    _apply(spark, table, tmp_path / "b2", spread)
+    assert planned[0] is not None and planned[0].ranges == ((101, 101), (102, 102), (140, 140))
+    assert planned[1] is None, "ranges over every file skip nothing"
+    state, _ = apply_batch(state, [("b1.csv", clustered)], key=("id",))
+    state, _ = apply_batch(state, [("b2.csv", spread)], key=("id",))
+    assert read_table(table.path, list(COLUMNS)) == sorted(
+        state_rows(state, COLUMNS), key=lambda r: [(v is None, str(v)) for v in r.values()]
+    )

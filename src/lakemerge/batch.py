@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from lakemerge.apply import Outcome, classify, log, scd2, write_changes
+from lakemerge.apply import Outcome, classify, log, prune, scd2, write_changes
 from lakemerge.apply.prune import KeyRanges, key_ranges, range_query
 from lakemerge.changes import collapse, normalize
 from lakemerge.changes.normalize import ChangeSet, first_bad_row
@@ -284,6 +284,7 @@ def plan_batch(
             # snapshot reaches every stored row.
             if stored is not None and truncate.before is None and not selection.snapshots:
                 ranges = query.ranges(stats) if query is not None else key_ranges(valid, table.key)
+                ranges = _paying(spark, list(sides) or [table.path], ranges)
             of_keys = table.log_mode and stored is not None and small and not selection.snapshots
             candidates = stored
             if of_keys:
@@ -372,6 +373,22 @@ def plan_batch(
         settings=settings,
         own_settings=own,
     )
+
+
+def _paying(spark: SparkSession, paths: Sequence[str], ranges: KeyRanges | None) -> KeyRanges | None:
+    """``ranges`` when they leave out at least :data:`prune.MIN_SKIPPED_SHARE` of the bytes of the
+    Delta tables at ``paths`` (by their files' key statistics), or when the statistics cannot tell;
+    else ``None``: a predicate that skips nothing only costs the batch."""
+    if ranges is None:
+        return None
+    files: list[tuple[Any, Any, int]] = []
+    for path in paths:
+        found = delta.file_key_bounds(spark, path, ranges.column)
+        if found is None:
+            return ranges
+        files.extend(found)
+    share = prune.skipped_share(files, ranges)
+    return ranges if share is not None and share >= prune.MIN_SKIPPED_SHARE else None
 
 
 def _compared(table: TableConfig, data_columns: Sequence[str], stored: DataFrame | None) -> tuple[str, ...]:

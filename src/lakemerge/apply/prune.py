@@ -130,6 +130,29 @@ def key_ranges(
     return query.ranges(query.frame.collect()[0]) if query is not None else None
 
 
+#: The least share of the stored bytes that a batch's key ranges must leave out for the batch to
+#: use them. Ranges cost every read and the MERGE a predicate whose literals change from batch to
+#: batch, so Spark generates and the JVM compiles new code for each batch: a batch of keys spread
+#: over the whole table, whose ranges skip no file, ran 15-20 % faster without them
+#: (bench/RESULTS.md, "Twelfth session").
+MIN_SKIPPED_SHARE = 0.1
+
+
+def skipped_share(files: Sequence[tuple[Any, Any, int]], ranges: KeyRanges) -> float | None:
+    """The share of the bytes of ``files`` (each file's smallest and largest key from its statistics,
+    ``None`` when unknown, and its size) that lie in files whose keys fall outside every one of
+    ``ranges``: what Delta's file skipping leaves out. ``None`` for no bytes at all."""
+    total = sum(size for _, _, size in files)
+    if not total:
+        return None
+    outside = sum(
+        size
+        for low, high, size in files
+        if low is not None and high is not None and not any(a <= high and low <= b for a, b in ranges.ranges)
+    )
+    return outside / total
+
+
 def _distance(kind: Any) -> Any:
     """How far apart two keys of type ``kind`` are, as a function of two columns, or ``None``."""
     from pyspark.sql import functions as F

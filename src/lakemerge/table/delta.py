@@ -170,6 +170,37 @@ def table_properties(spark: SparkSession, path: str) -> dict[str, str]:
     return _properties(_snapshot(spark, path))
 
 
+def file_key_bounds(spark: SparkSession, path: str, column: str) -> list[tuple[Any, Any, int]] | None:
+    """Each data file of the table's latest version: the smallest and largest value of ``column``
+    in its statistics (``None`` when it has none) and its size; read from Delta's log (one small
+    Spark job over the snapshot's file list, whose parsed statistics Delta's own file skipping
+    reuses), never from the data. ``None`` when statistics cannot be trusted to bound the column:
+    a type whose statistics Delta truncates or rounds (only integers, decimals and dates are
+    kept), a column without statistics, a partition column, or column mapping (statistics under
+    physical names)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+    from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
+
+    snapshot = _snapshot(spark, path)
+    if _properties(snapshot).get("delta.columnMapping.mode", "none") != "none":
+        return None
+    partitions = snapshot.metadata().partitionColumns().iterator()
+    while partitions.hasNext():
+        if str(partitions.next()).lower() == column.lower():
+            return None
+    stats = ClassicFrame(snapshot.withStats(), spark)
+    bounds = {}
+    for side in ("minValues", "maxValues"):
+        found = [f for f in stats.schema["stats"].dataType.fields if f.name == side]  # type: ignore[attr-defined]
+        fields = [f for f in found[0].dataType.fields if f.name.lower() == column.lower()] if found else []
+        if not fields or not isinstance(fields[0].dataType, (T.IntegralType, T.DecimalType, T.DateType)):
+            return None
+        bounds[side] = F.col(f"stats.{side}").getField(fields[0].name)
+    rows = stats.select(bounds["minValues"], bounds["maxValues"], F.col("size")).collect()
+    return [(row[0], row[1], int(row[2])) for row in rows]
+
+
 def read_pinned(spark: SparkSession, path: str) -> DataFrame:
     """The table as of its latest version now, read by that version number.
 
