@@ -16,6 +16,7 @@ import pytest
 import lakemerge
 from lakemerge import batch as batch_module
 from lakemerge.apply.prune import KeyRanges, key_ranges, skipped_share
+from lakemerge.table import delta as delta_module
 from lakemerge.table.delta import file_key_bounds
 from tests.helpers import read_table, write_lines
 from tests.oracle import apply_batch, state_rows
@@ -167,7 +168,7 @@ def test_the_share_of_bytes_outside_the_ranges_counts_only_files_known_to_lie_ou
 
 
 def test_file_key_bounds_come_from_the_delta_log_and_refuse_what_statistics_cannot_bound(
-    spark: Any, tmp_path: Path
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = str(tmp_path / "t")
     spark.range(40).selectExpr(
@@ -178,6 +179,9 @@ def test_file_key_bounds_come_from_the_delta_log_and_refuse_what_statistics_cann
     assert all(size > 0 for _, _, size in bounds)
     assert file_key_bounds(spark, path, "name") is None, "string statistics are truncated"
     assert file_key_bounds(spark, path, "x") is None
+    monkeypatch.setattr(delta_module, "MAX_BOUNDED_FILES", 3)
+    assert file_key_bounds(spark, path, "id") is None, "too many files to bring their statistics to the driver"
+    monkeypatch.undo()
     partitioned = str(tmp_path / "p")
     spark.range(10).selectExpr("id", "id % 2 AS p").write.format("delta").partitionBy("p").save(partitioned)
     assert file_key_bounds(spark, partitioned, "p") is None

@@ -176,8 +176,8 @@ def file_key_bounds(spark: SparkSession, path: str, column: str) -> list[tuple[A
     Spark job over the snapshot's file list, whose parsed statistics Delta's own file skipping
     reuses), never from the data. ``None`` when statistics cannot be trusted to bound the column:
     a type whose statistics Delta truncates or rounds (only integers, decimals and dates are
-    kept), a column without statistics, a partition column, or column mapping (statistics under
-    physical names)."""
+    kept), a column without statistics, a partition column, column mapping (statistics under
+    physical names), or more than :data:`MAX_BOUNDED_FILES` files."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
     from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
@@ -197,8 +197,14 @@ def file_key_bounds(spark: SparkSession, path: str, column: str) -> list[tuple[A
         if not fields or not isinstance(fields[0].dataType, (T.IntegralType, T.DecimalType, T.DateType)):
             return None
         bounds[side] = F.col(f"stats.{side}").getField(fields[0].name)
-    rows = stats.select(bounds["minValues"], bounds["maxValues"], F.col("size")).collect()
+    rows = stats.select(bounds["minValues"], bounds["maxValues"], F.col("size")).limit(MAX_BOUNDED_FILES + 1).collect()
+    if len(rows) > MAX_BOUNDED_FILES:
+        return None
     return [(row[0], row[1], int(row[2])) for row in rows]
+
+
+#: :func:`file_key_bounds` gives up on tables of more files than this (a few MB of statistics).
+MAX_BOUNDED_FILES = 100_000
 
 
 def read_pinned(spark: SparkSession, path: str) -> DataFrame:
