@@ -4,7 +4,8 @@
 Creates the harness's table (``LAYOUT``: clustered, random or date; default clustered) from
 ``/tmp/lakemerge-bench/sf1`` (run ``python -m bench`` once to generate it), applies ``COUNT``
 (default 8) batches named ``BATCHES`` (default ``uniform-0.1``) in ``MODE`` (default ``log``), and
-prints each batch's time and, for the last one, every Spark job it ran: when it started after the
+prints each batch's time (and the driver JVM's time compiling and collecting garbage during it)
+and, for the last one, every Spark job it ran: when it started after the
 batch did, how long it took, its tasks and where it came from (the lakemerge line, or Delta's
 description such as "Filtering files for query"). The gaps between jobs are the driver's planning.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 
 
 def main(argv: list[str]) -> int:
@@ -29,17 +31,38 @@ def main(argv: list[str]) -> int:
     peers._create_delta(spark, f"{root}/orders.parquet", path, layout, deletion_vectors=mode == "deletion_vectors")
     table = peers.lakemerge_table(path, layout, mode, batches[0])
     store = spark.sparkContext._jsc.sc().statusStore()  # type: ignore[union-attr]
+    jvm_times = _jvm_clock(spark)
     for number, batch in enumerate(batches, start=1):
         began_ms = time.time() * 1000
+        compiling, collecting = jvm_times()
         start = time.perf_counter()
         api.apply_table(table, inputs=[batch], spark=spark)
-        print(f"batch {number}: {time.perf_counter() - start:.2f} s")
+        took = time.perf_counter() - start
+        compiled, collected = jvm_times()
+        print(
+            f"batch {number}: {took:.2f} s (JVM: {compiled - compiling:.2f} s compiling, "
+            f"{collected - collecting:.2f} s collecting garbage)"
+        )
         if number == len(batches):
             for line in _jobs_since(store, began_ms):
                 print(line)
     spark.stop()
     peers.clean(path)
     return 0
+
+
+def _jvm_clock(spark: object) -> Callable[[], tuple[float, float]]:
+    """A function giving the driver JVM's seconds spent so far in its JIT compilers (summed over
+    the compiler threads, so it may exceed the wall time) and in garbage collection."""
+    factory = spark.sparkContext._jvm.java.lang.management.ManagementFactory  # type: ignore[attr-defined]
+    compiler = factory.getCompilationMXBean()
+    collectors = list(factory.getGarbageCollectorMXBeans())
+
+    def read() -> tuple[float, float]:
+        gc = sum(c.getCollectionTime() for c in collectors)
+        return compiler.getTotalCompilationTime() / 1000, gc / 1000
+
+    return read
 
 
 def _jobs_since(store: object, began_ms: float) -> list[str]:

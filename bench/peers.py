@@ -122,28 +122,33 @@ def _lakemerge(mode: str) -> Peer:
     return run
 
 
+def hand_merge_batch(spark: SparkSession, path: str) -> Callable[[str], None]:
+    """What most teams write, for the Delta table at ``path``: dedupe a batch, then one Delta MERGE
+    on the key."""
+    from delta.tables import DeltaTable
+
+    def apply(batch: str) -> None:
+        changes = _deduped(spark, batch)
+        columns = [c for c in changes.columns if c != "op"]
+        values = {c: f"s.{c}" for c in columns}
+        (
+            DeltaTable.forPath(spark, path)
+            .alias("t")
+            .merge(changes.alias("s"), f"t.{KEY} = s.{KEY}")
+            .whenMatchedDelete(condition="s.op = 'D'")
+            .whenMatchedUpdate(condition="s.op = 'U'", set=values)
+            .whenNotMatchedInsert(condition="s.op = 'U'", values=values)
+            .execute()
+        )
+
+    return apply
+
+
 def _hand_merge(deletion_vectors: bool) -> Peer:
     def run(spark: SparkSession, source: str, path: str, layout: str, batches: Sequence[str]) -> list[float]:
         """What most teams write: dedupe the batch, then one Delta MERGE on the key."""
-        from delta.tables import DeltaTable
-
         _create_delta(spark, source, path, layout, deletion_vectors=deletion_vectors)
-
-        def apply(batch: str) -> None:
-            changes = _deduped(spark, batch)
-            columns = [c for c in changes.columns if c != "op"]
-            values = {c: f"s.{c}" for c in columns}
-            (
-                DeltaTable.forPath(spark, path)
-                .alias("t")
-                .merge(changes.alias("s"), f"t.{KEY} = s.{KEY}")
-                .whenMatchedDelete(condition="s.op = 'D'")
-                .whenMatchedUpdate(condition="s.op = 'U'", set=values)
-                .whenNotMatchedInsert(condition="s.op = 'U'", values=values)
-                .execute()
-            )
-
-        return _timed(batches, apply)
+        return _timed(batches, hand_merge_batch(spark, path))
 
     return run
 
