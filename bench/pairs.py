@@ -4,7 +4,8 @@ Each round runs every checkout once, in the order given, each in a fresh process
 clustered SF1 table is created from ``/tmp/lakemerge-bench/sf1`` (``python -m bench`` makes it),
 and ``COUNT`` batches named ``BATCHES`` (e.g. ``uniform-0.1``) are applied in ``MODE``
 (``copy_on_write``, ``deletion_vectors``, ``log``, or ``hand`` for the hand-written MERGE). A
-checkout is a directory holding ``src/lakemerge`` and ``bench`` (``git worktree add DIR COMMIT``).
+checkout is a directory holding ``src/lakemerge`` (``git worktree add DIR COMMIT``): its lakemerge
+runs under this harness (this file's ``bench``), so only the library differs between the sides.
 
 On a machine whose speed drifts by 10-30 % over minutes (ours), runs of one checkout after the
 other compare drift, not code: alternating them round by round and comparing each round's pair
@@ -21,6 +22,8 @@ import sys
 import time
 
 ROOT = "/tmp/lakemerge-bench/sf1"
+#: The folder holding this harness's ``bench`` package.
+HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run_one(mode: str, count: int, kind: str) -> list[float]:
@@ -54,7 +57,10 @@ def run_one(mode: str, count: int, kind: str) -> list[float]:
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--one"]:
-        print("PAIRS " + json.dumps(run_one(argv[1], int(argv[2]), argv[3])), flush=True)
+        import lakemerge
+
+        times = run_one(argv[1], int(argv[2]), argv[3])
+        print("PAIRS " + json.dumps({"library": lakemerge.__file__, "times": times}), flush=True)
         return 0
     if len(argv) < 6:
         print(__doc__)
@@ -65,7 +71,7 @@ def main(argv: list[str]) -> int:
     for number in range(1, rounds + 1):
         for name, folder in checkouts:
             folder = os.path.abspath(folder)
-            env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(folder, "src"), folder])}
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(folder, "src"), HARNESS])}
             done = subprocess.run(
                 [sys.executable, "-m", "bench.pairs", "--one", mode, str(count), kind],
                 capture_output=True,
@@ -77,7 +83,11 @@ def main(argv: list[str]) -> int:
             if done.returncode or not found:
                 print(f"round {number} {name}: failed: {(done.stderr or done.stdout).strip()[-400:]}")
                 return 1
-            times = json.loads(found[-1][len("PAIRS ") :])
+            run = json.loads(found[-1][len("PAIRS ") :])
+            if not os.path.abspath(run["library"]).startswith(folder + os.sep):
+                print(f"round {number} {name}: ran the lakemerge of {run['library']}, not of {folder}")
+                return 1
+            times = run["times"]
             sums[name].append(sum(times[2:]))
             print(f"round {number} {name}: {times}", flush=True)
     first = checkouts[0][0]
