@@ -7,7 +7,7 @@ collects it in the same action as its row counts): sorted,
 the batch's keys are cut at their ``limit - 1`` widest gaps, which gives the ``limit`` ranges that
 cover every key with the least total width. A gap narrower than a 64th of the batch's span is not
 cut: it could skip a file only on a table of more than 64 files over that span, while every range
-costs Delta's file skipping and planning on each read (bench/RESULTS.md, eighth session: one range
+costs Delta's file skipping and planning on each read (bench/HISTORY.md, eighth session: one range
 instead of eight that skipped nothing made a batch of 1,500 uniform keys faster). So a batch of
 keys spread evenly gets one range, and a batch of a few clusters, or of a few keys, one per cluster.
 Keys whose type has no distance (strings, binary) get one range, from the smallest key to the

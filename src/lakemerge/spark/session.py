@@ -46,7 +46,7 @@ _DEFAULTS: dict[str, str] = {
     # Spark keeps the classes it compiles for a query's generated code in a cache of 100 by default;
     # one batch compiles about as many (its queries, Delta's snapshot and commit queries), so each
     # batch evicted the last one's and compiled them all again: 0.7-1.1 s of a 4 s batch
-    # (bench/RESULTS.md, "Sixth session"). A batch now compiles little more than the code its
+    # (bench/HISTORY.md, "Sixth session"). A batch now compiles little more than the code its
     # literals change.
     "spark.sql.codegen.cache.maxEntries": "1000",
     # PySpark records, for every column expression built in Python (`F.col`, `==`, `.alias`, ...),
@@ -62,7 +62,7 @@ _DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
 
 #: The garbage collector of a local session's JVM (driver and executors in one), unless the user's
 #: ``spark.driver.extraJavaOptions`` names one: the parallel collector made batches 3-10 % faster
-#: than the JVM's default G1 on 2 cores (bench/RESULTS.md, "Seventh session"): its pauses are short
+#: than the JVM's default G1 on 2 cores (bench/HISTORY.md, "Seventh session"): its pauses are short
 #: at a local session's heap sizes, and G1's barriers and concurrent threads cost more there.
 LOCAL_COLLECTOR = "-XX:+UseParallelGC"
 
