@@ -21,7 +21,6 @@ def main(argv: list[str]) -> int:
     defaults = ["log", "8", "uniform-0.1", "clustered"]
     mode, count, kind, layout = (argv + defaults[len(argv) :])[:4]
     from bench import peers
-    from lakemerge import api
 
     root = "/tmp/lakemerge-bench/sf1"
     batches = [f"{root}/batch-{kind}-{n}.parquet" for n in range(1, int(count) + 1)]
@@ -29,14 +28,14 @@ def main(argv: list[str]) -> int:
     path = "/tmp/lakemerge-bench/jobs-table"
     peers.clean(path)
     peers._create_delta(spark, f"{root}/orders.parquet", path, layout, deletion_vectors=mode == "deletion_vectors")
-    table = peers.lakemerge_table(path, layout, mode, batches[0])
+    apply = peers.lakemerge_batch(spark, path, layout, mode, batches[0])
     store = spark.sparkContext._jsc.sc().statusStore()  # type: ignore[union-attr]
     jvm_times = _jvm_clock(spark)
     for number, batch in enumerate(batches, start=1):
         began_ms = time.time() * 1000
         compiling, collecting = jvm_times()
         start = time.perf_counter()
-        api.apply_table(table, inputs=[batch], spark=spark)
+        apply(batch)
         took = time.perf_counter() - start
         compiled, collected = jvm_times()
         print(

@@ -19,7 +19,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 ROOT = "/tmp/lakemerge-bench/sf1"
 #: The folder holding this harness's ``bench`` package.
@@ -34,22 +33,12 @@ def run_one(mode: str, count: int, kind: str) -> list[float]:
     spark = peers.session()
     path = "/tmp/lakemerge-bench/pairs-table"
     peers.clean(path)
-    peers._create_delta(spark, f"{ROOT}/orders.parquet", path, "clustered")
+    peers._create_delta(spark, f"{ROOT}/orders.parquet", path, "clustered", deletion_vectors=mode == "deletion_vectors")
     if mode == "hand":
         apply = peers.hand_merge_batch(spark, path)
     else:
-        from lakemerge import api
-
-        table = peers.lakemerge_table(path, "clustered", mode, batches[0])
-
-        def apply(batch: str) -> None:
-            api.apply_table(table, inputs=[batch], spark=spark)
-
-    times = []
-    for batch in batches:
-        start = time.perf_counter()
-        apply(batch)
-        times.append(round(time.perf_counter() - start, 3))
+        apply = peers.lakemerge_batch(spark, path, "clustered", mode, batches[0])
+    times = peers._timed(batches, apply)
     spark.stop()
     peers.clean(path)
     return times

@@ -110,13 +110,22 @@ def lakemerge_table(path: str, layout: str, mode: str, feed: str) -> TableConfig
     )
 
 
+def lakemerge_batch(spark: SparkSession, path: str, layout: str, mode: str, feed: str) -> Callable[[str], None]:
+    """What applies one batch (a file like ``feed``) with lakemerge to the table at ``path``."""
+    from lakemerge import api
+
+    table = lakemerge_table(path, layout, mode, feed)
+
+    def apply(batch: str) -> None:
+        api.apply_table(table, inputs=[batch], spark=spark)
+
+    return apply
+
+
 def _lakemerge(mode: str) -> Peer:
     def run(spark: SparkSession, source: str, path: str, layout: str, batches: Sequence[str]) -> list[float]:
-        from lakemerge import api
-
         _create_delta(spark, source, path, layout, deletion_vectors=mode == "deletion_vectors")
-        table = lakemerge_table(path, layout, mode, batches[0])
-        return _timed(batches, lambda b: api.apply_table(table, inputs=[b], spark=spark))
+        return _timed(batches, lakemerge_batch(spark, path, layout, mode, batches[0]))
 
     run.__doc__ = f"lakemerge's apply_table on each batch (a Parquet feed with an op column), write_mode {mode}."
     return run
