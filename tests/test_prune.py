@@ -15,6 +15,7 @@ import pytest
 
 import lakemerge
 from lakemerge import batch as batch_module
+from lakemerge.apply import prune as prune_module
 from lakemerge.apply.prune import KeyRanges, key_ranges, skipped_share
 from lakemerge.table import delta as delta_module
 from lakemerge.table.delta import file_key_bounds
@@ -22,6 +23,14 @@ from tests.helpers import read_table, write_lines
 from tests.oracle import apply_batch, state_rows
 
 COLUMNS = ("id", "seq", "v")
+
+
+@pytest.fixture(autouse=True)
+def _prune_small_tables(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """This module's tables are a few KB: pruning them is what it tests, so the size below which a
+    table is read whole is lowered to nothing (but where a test says otherwise)."""
+    if "small_tables_whole" not in request.keywords:
+        monkeypatch.setattr(prune_module, "MIN_PRUNED_BYTES", 0)
 
 
 def _table(tmp_path: Path) -> lakemerge.TableConfig:
@@ -211,6 +220,50 @@ def test_batches_use_key_ranges_only_where_they_skip_files(
     assert planned[1] is None, "ranges over every file skip nothing"
     state, _ = apply_batch(state, [("b1.csv", clustered)], key=("id",))
     state, _ = apply_batch(state, [("b2.csv", spread)], key=("id",))
+    assert read_table(table.path, list(COLUMNS)) == sorted(
+        state_rows(state, COLUMNS), key=lambda r: [(v is None, str(v)) for v in r.values()]
+    )
+
+
+@pytest.mark.small_tables_whole
+def test_a_small_table_is_read_whole_without_ranges_or_their_check(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Below MIN_PRUNED_BYTES (by the size in Delta's commit checksum) a batch neither cuts its keys
+    into ranges nor reads the files' statistics; above it, the same batch does both."""
+    planned: list[Any] = []
+    bounds: list[str] = []
+    original, original_bounds = batch_module.plan_batch, delta_module.file_key_bounds
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        plan = original(*args, **kwargs)
+        planned.append(plan.ranges)
+        return plan
+
+    def counted(spark: Any, path: str, column: str) -> Any:
+        bounds.append(path)
+        return original_bounds(spark, path, column)
+
+    monkeypatch.setattr(batch_module, "plan_batch", spy)
+    monkeypatch.setattr(delta_module, "file_key_bounds", counted)
+    table = _table(tmp_path)
+    state = _clustered(spark, table, keys=400, files=8)
+    size = delta_module.table_bytes(spark, table.path)
+    assert size is not None and 0 < size == sum(
+        a["size_bytes"] for a in pa.table(deltalake.DeltaTable(table.path).get_add_actions(flatten=True)).to_pylist()
+    )
+    clustered = [{"id": k, "seq": 2, "op": "U", "v": "c"} for k in (101, 102, 140)]
+    _apply(spark, table, tmp_path / "b1", clustered)
+    assert planned == [None] and bounds == []
+    monkeypatch.setattr(prune_module, "MIN_PRUNED_BYTES", size + 1_000_000)
+    _apply(spark, table, tmp_path / "b2", [{**r, "seq": 3} for r in clustered])
+    assert planned[1] is None and bounds == []
+    monkeypatch.setattr(prune_module, "MIN_PRUNED_BYTES", 0)
+    _apply(spark, table, tmp_path / "b3", [{**r, "seq": 4} for r in clustered])
+    assert planned[2] is not None and planned[2].ranges == ((101, 101), (102, 102), (140, 140))
+    assert bounds == [table.path]
+    for seq, folder in ((2, "b1.csv"), (3, "b2.csv"), (4, "b3.csv")):
+        state, _ = apply_batch(state, [(folder, [{**r, "seq": seq} for r in clustered])], key=("id",))
     assert read_table(table.path, list(COLUMNS)) == sorted(
         state_rows(state, COLUMNS), key=lambda r: [(v is None, str(v)) for v in r.values()]
     )

@@ -184,8 +184,10 @@ def plan_batch(
     try:
         valid = frame.filter(F.col(C.ERROR).isNull() & (F.col(C.OP) != "N"))
         # The key ranges of a batch that can only touch its own keys (no snapshot, no history, no
-        # truncate possible) are found in the same action as its row counts.
-        early = exists and not table.scd2 and not selection.snapshots and not any(f.truncate_codes for f in table.feeds)
+        # truncate possible) are found in the same action as its row counts; a small table is
+        # read whole (prune.MIN_PRUNED_BYTES).
+        whole = not exists or table.scd2 or bool(selection.snapshots) or _small_table(spark, table)
+        early = not whole and not any(f.truncate_codes for f in table.feeds)
         query = range_query(valid, table.key) if early else None
         try:
             ignored_row = F.when(F.col(C.ERROR).isNull() & (F.col(C.OP) == "N"), 1).otherwise(0)
@@ -280,9 +282,9 @@ def plan_batch(
             history = replace(history, changes=classified, source=source)
         else:
             latest = collapse(valid, key=table.key, sequence=table.sequence_columns, partial=partial)
-            # Only a batch that can touch nothing but its own keys is pruned: a truncate or a
-            # snapshot reaches every stored row.
-            if stored is not None and truncate.before is None and not selection.snapshots:
+            # Only a batch that can touch nothing but its own keys is pruned (a truncate or a
+            # snapshot reaches every stored row), and only on a table that is not small.
+            if not whole and truncate.before is None:
                 ranges = query.ranges(stats) if query is not None else key_ranges(valid, table.key)
                 ranges = _paying(spark, list(sides) or [table.path], ranges)
             of_keys = table.log_mode and stored is not None and small and not selection.snapshots
@@ -373,6 +375,14 @@ def plan_batch(
         settings=settings,
         own_settings=own,
     )
+
+
+def _small_table(spark: SparkSession, table: TableConfig) -> bool:
+    """Whether the table (with its log, in ``log`` mode) holds fewer than
+    :data:`prune.MIN_PRUNED_BYTES`, by Delta's commit checksums: such a table is read whole."""
+    paths = [table.path, table.log_table] if table.log_mode else [table.path]
+    sizes = [delta.table_bytes(spark, path) for path in paths]
+    return all(size is not None for size in sizes) and sum(s or 0 for s in sizes) < prune.MIN_PRUNED_BYTES
 
 
 def _paying(spark: SparkSession, paths: Sequence[str], ranges: KeyRanges | None) -> KeyRanges | None:

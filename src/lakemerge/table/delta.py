@@ -170,6 +170,17 @@ def table_properties(spark: SparkSession, path: str) -> dict[str, str]:
     return _properties(_snapshot(spark, path))
 
 
+def table_bytes(spark: SparkSession, path: str) -> int | None:
+    """The bytes of the data files of the table's latest version, from the checksum Delta writes
+    with each commit (no Spark job): 0 when there is no table, ``None`` when that version has no
+    checksum."""
+    snapshot = _snapshot(spark, path)
+    if snapshot.version() < 0:
+        return 0
+    found = snapshot.checksumOpt()
+    return int(found.get().tableSizeBytes()) if found.isDefined() else None
+
+
 def file_key_bounds(spark: SparkSession, path: str, column: str) -> list[tuple[Any, Any, int]] | None:
     """Each data file of the table's latest version: the smallest and largest value of ``column``
     in its statistics (``None`` when it has none) and its size; read from Delta's log (one small
