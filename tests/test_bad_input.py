@@ -5,6 +5,7 @@ superseded (+ ignored)."""
 from __future__ import annotations
 
 import gzip
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -170,9 +171,43 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_bad_input(spark: object, tmp_path: Path, case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert len(CASES) >= 30
+@pytest.fixture(scope="module")
+def seeded(spark: object, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A table holding one row, applied once for the module; each case starts from a copy of it (a
+    Delta table's log names its files relative to its folder, so a copy is the same table)."""
+    root = tmp_path_factory.mktemp("seeded")
+    write_lines(root / "seed" / "s.csv", [HEADER, "100,1,I,2024-01-01,seed"])
+    seed = lakemerge.TableConfig(
+        name="t",
+        path=str(root / "table"),
+        key=("id",),
+        sequence=("seq",),
+        feed=lakemerge.FeedConfig(
+            location=(str(root / "seed"),),
+            format="csv",
+            header=True,
+            schema=SCHEMA,
+            op_column="op",
+            upsert_codes=("I", "U"),
+            delete_codes=("D",),
+        ),
+    )
+    lakemerge.apply_table(seed, spark=spark)
+    return root / "table"
+
+
+def _alone(case: Case) -> bool:
+    """Whether the case needs a batch of its own: an error, its own feed settings or setup. The
+    others (bad or odd rows of the default CSV feed) are applied together, one file each."""
+    return case.error is not None or bool(case.feed) or case.setup is not None or case.inputs is not None
+
+
+TOGETHER = [c for c in CASES if not _alone(c)]
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if _alone(c)], ids=[c.name for c in CASES if _alone(c)])
+def test_bad_input(spark: object, tmp_path: Path, case: Case, monkeypatch: pytest.MonkeyPatch, seeded: Path) -> None:
+    assert len(CASES) >= 30 and len(TOGETHER) >= 10
     settings: dict[str, Any] = {
         "location": (str(tmp_path / "in"),),
         "format": "csv",
@@ -191,24 +226,8 @@ def test_bad_input(spark: object, tmp_path: Path, case: Case, monkeypatch: pytes
         max_bad_rows=10,
         feed=lakemerge.FeedConfig(**settings),
     )
-    # An existing table, so that "unchanged" is checkable.
-    write_lines(tmp_path / "seed" / "s.csv", [HEADER, "100,1,I,2024-01-01,seed"])
-    seed = table.model_copy(
-        update={
-            "feed": table.feed.model_copy(
-                update={
-                    "format": "csv",
-                    "header": True,
-                    "schema_ddl": SCHEMA,
-                    "location": (str(tmp_path / "seed"),),
-                    "columns": (),
-                    "types": {},
-                    "delimiter_regex": ",",
-                }
-            )
-        }
-    )
-    lakemerge.apply_table(seed, spark=spark)
+    # An existing table, so that "unchanged" is checkable: a copy of the one the module made.
+    shutil.copytree(seeded, tmp_path / "table")
     for name, content in case.files.items():
         path = tmp_path / "in" / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -251,3 +270,46 @@ def test_bad_input(spark: object, tmp_path: Path, case: Case, monkeypatch: pytes
     listed = lakemerge.quarantine(table, spark=spark)
     assert len(listed) == case.quarantined
     assert all(q.reason and q.file and q.row >= 1 and q.batch_id == result.batch_id for q in listed)
+
+
+def test_bad_rows_of_many_kinds_in_one_batch(spark: object, tmp_path: Path, seeded: Path) -> None:
+    """The cases of bad or odd rows in the default CSV feed, each in its own file of one batch:
+    each file gets exactly its case's quarantine entries (naming that file, a row and a reason),
+    the batch commits, and no row is lost."""
+    shutil.copytree(seeded, tmp_path / "table")
+    table = lakemerge.TableConfig(
+        name="t",
+        path=str(tmp_path / "table"),
+        key=("id",),
+        sequence=("seq",),
+        max_bad_rows=100,
+        feed=lakemerge.FeedConfig(
+            location=(str(tmp_path / "in"),),
+            format="csv",
+            header=True,
+            schema=SCHEMA,
+            op_column="op",
+            upsert_codes=("I", "U"),
+            delete_codes=("D",),
+        ),
+    )
+    folders = {}
+    for number, case in enumerate(TOGETHER):
+        folders[case.name] = f"case{number:02d}-"
+        for name, content in case.files.items():
+            path = tmp_path / "in" / f"case{number:02d}-{name}"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    result = lakemerge.apply_table(table, spark=spark)
+    m = result.metrics
+    expected = sum(case.quarantined or 0 for case in TOGETHER)
+    assert m.rows_bad == expected
+    assert m.rows_read == (
+        m.inserted + m.updated + m.deleted + m.late + m.deletes_absent + m.superseded + m.rows_bad + m.ignored
+    )
+    listed = lakemerge.quarantine(table, spark=spark)
+    assert len(listed) == expected
+    assert all(q.reason and q.row >= 1 and q.batch_id == result.batch_id for q in listed)
+    for case in TOGETHER:
+        mine = [q for q in listed if f"/{folders[case.name]}" in q.file]
+        assert len(mine) == case.quarantined, case.name
