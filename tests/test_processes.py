@@ -136,6 +136,7 @@ print(len(seen), flush=True)
 """
 
 
+@pytest.mark.processes
 def test_two_writers_and_a_reader(tmp_path: Path) -> None:
     """Two ``lakemerge run --watch`` processes on one pipeline while files keep arriving; a reader
     checks that every version it sees shows whole batches only (every file updates every key, so a
