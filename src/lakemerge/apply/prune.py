@@ -138,12 +138,12 @@ def key_ranges(
 MIN_SKIPPED_SHARE = 0.1
 
 #: Tables (with their log, in ``log`` mode) of fewer bytes than this are read whole, without key
-#: ranges: knowing what ranges would skip costs a Spark job over Delta's file statistics (0.2-0.5 s
-#: of a 3-5 s batch on a small table, the thirteenth session in bench/RESULTS.md), more than
-#: reading the key and sequence columns of a few MB costs, and the ranges' literals make every
-#: batch's plan new code to compile. The size comes from the checksum Delta writes beside each
-#: commit, without a job.
-MIN_PRUNED_BYTES = 64 * 1024 * 1024
+#: ranges: knowing what ranges would skip costs a Spark job over Delta's file statistics (0.16-0.5
+#: s a batch on a table of a few KB, bench/RESULTS.md, "Thirteenth session"), about what scanning
+#: the key and sequence columns of a few MB costs, and the ranges' literals make every batch's plan
+#: new code to compile. The size comes from the checksum Delta writes beside each commit, without a
+#: job. The benchmark's SF1 table (about 55 MB) keeps its ranges; SF0.1 (5 MB) is read whole.
+MIN_PRUNED_BYTES = 8 * 1024 * 1024
 
 
 def skipped_share(files: Sequence[tuple[Any, Any, int]], ranges: KeyRanges) -> float | None:
