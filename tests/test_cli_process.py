@@ -6,6 +6,8 @@ import shutil
 import sys
 from pathlib import Path
 
+import pytest
+
 
 def _env() -> dict[str, str]:
     import os
@@ -17,6 +19,7 @@ def _env() -> dict[str, str]:
 SPARK_NOISE = ("WARN", "log level", "log4j", "SLF4J", ":: ", "Ivy", "added as a dependency", "NativeCodeLoader")
 
 
+@pytest.mark.processes
 def test_demo_on_a_terminal_shows_spark_stages_and_keeps_spark_quiet(tmp_path: Path) -> None:
     """One fresh process (its own JVM) on a pseudo-terminal: the progress shows Spark's stages, the
     result is printed, and Spark's own console output went to the log file, not the terminal."""
