@@ -171,27 +171,46 @@ CASES = [
 ]
 
 
+def _table(root: Path, location: Path, *, max_bad_rows: int = 0, **feed: Any) -> lakemerge.TableConfig:
+    """The corpus's table at ``root / "table"``, its CSV feed at ``location`` (``feed`` overrides)."""
+    settings: dict[str, Any] = {
+        "location": (str(location),),
+        "format": "csv",
+        "header": True,
+        "schema": SCHEMA,
+        "op_column": "op",
+        "upsert_codes": ("I", "U"),
+        "delete_codes": ("D",),
+        **feed,
+    }
+    return lakemerge.TableConfig(
+        name="t",
+        path=str(root / "table"),
+        key=("id",),
+        sequence=("seq",),
+        max_bad_rows=max_bad_rows,
+        feed=lakemerge.FeedConfig(**settings),
+    )
+
+
+def _write(path: Path, content: bytes | str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+
+
+def _nothing_lost(m: lakemerge.BatchMetrics) -> bool:
+    """Every row read is accounted for: applied, quarantined, late, superseded, a truncate or ignored."""
+    applied = m.inserted + m.updated + m.deleted + m.late + m.deletes_absent
+    return m.rows_read == applied + m.superseded + m.rows_bad + m.truncates + m.ignored
+
+
 @pytest.fixture(scope="module")
 def seeded(spark: object, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A table holding one row, applied once for the module; each case starts from a copy of it (a
     Delta table's log names its files relative to its folder, so a copy is the same table)."""
     root = tmp_path_factory.mktemp("seeded")
     write_lines(root / "seed" / "s.csv", [HEADER, "100,1,I,2024-01-01,seed"])
-    seed = lakemerge.TableConfig(
-        name="t",
-        path=str(root / "table"),
-        key=("id",),
-        sequence=("seq",),
-        feed=lakemerge.FeedConfig(
-            location=(str(root / "seed"),),
-            format="csv",
-            header=True,
-            schema=SCHEMA,
-            op_column="op",
-            upsert_codes=("I", "U"),
-            delete_codes=("D",),
-        ),
-    )
+    seed = _table(root, root / "seed")
     lakemerge.apply_table(seed, spark=spark)
     return root / "table"
 
@@ -208,30 +227,11 @@ TOGETHER = [c for c in CASES if not _alone(c)]
 @pytest.mark.parametrize("case", [c for c in CASES if _alone(c)], ids=[c.name for c in CASES if _alone(c)])
 def test_bad_input(spark: object, tmp_path: Path, case: Case, monkeypatch: pytest.MonkeyPatch, seeded: Path) -> None:
     assert len(CASES) >= 30 and len(TOGETHER) >= 10
-    settings: dict[str, Any] = {
-        "location": (str(tmp_path / "in"),),
-        "format": "csv",
-        "header": True,
-        "schema": SCHEMA,
-        "op_column": "op",
-        "upsert_codes": ("I", "U"),
-        "delete_codes": ("D",),
-    }
-    settings.update(case.feed)
-    table = lakemerge.TableConfig(
-        name="t",
-        path=str(tmp_path / "table"),
-        key=("id",),
-        sequence=("seq",),
-        max_bad_rows=10,
-        feed=lakemerge.FeedConfig(**settings),
-    )
+    table = _table(tmp_path, tmp_path / "in", max_bad_rows=10, **case.feed)
     # An existing table, so that "unchanged" is checkable: a copy of the one the module made.
     shutil.copytree(seeded, tmp_path / "table")
     for name, content in case.files.items():
-        path = tmp_path / "in" / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+        _write(tmp_path / "in" / name, content)
     if case.setup:
         case.setup(tmp_path)
     if case.name.startswith("a file that disappears"):
@@ -256,17 +256,7 @@ def test_bad_input(spark: object, tmp_path: Path, case: Case, monkeypatch: pytes
     result = lakemerge.apply_table(table, inputs=inputs, spark=spark)
     m = result.metrics
     assert m.rows_bad == case.quarantined
-    assert m.rows_read == (
-        m.inserted
-        + m.updated
-        + m.deleted
-        + m.late
-        + m.deletes_absent
-        + m.superseded
-        + m.rows_bad
-        + m.truncates
-        + m.ignored
-    )
+    assert _nothing_lost(m)
     listed = lakemerge.quarantine(table, spark=spark)
     assert len(listed) == case.quarantined
     assert all(q.reason and q.file and q.row >= 1 and q.batch_id == result.batch_id for q in listed)
@@ -277,36 +267,17 @@ def test_bad_rows_of_many_kinds_in_one_batch(spark: object, tmp_path: Path, seed
     each file gets exactly its case's quarantine entries (naming that file, a row and a reason),
     the batch commits, and no row is lost."""
     shutil.copytree(seeded, tmp_path / "table")
-    table = lakemerge.TableConfig(
-        name="t",
-        path=str(tmp_path / "table"),
-        key=("id",),
-        sequence=("seq",),
-        max_bad_rows=100,
-        feed=lakemerge.FeedConfig(
-            location=(str(tmp_path / "in"),),
-            format="csv",
-            header=True,
-            schema=SCHEMA,
-            op_column="op",
-            upsert_codes=("I", "U"),
-            delete_codes=("D",),
-        ),
-    )
+    table = _table(tmp_path, tmp_path / "in", max_bad_rows=100)
     folders = {}
     for number, case in enumerate(TOGETHER):
         folders[case.name] = f"case{number:02d}-"
         for name, content in case.files.items():
-            path = tmp_path / "in" / f"case{number:02d}-{name}"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(content if isinstance(content, bytes) else content.encode())
+            _write(tmp_path / "in" / f"case{number:02d}-{name}", content)
     result = lakemerge.apply_table(table, spark=spark)
     m = result.metrics
     expected = sum(case.quarantined or 0 for case in TOGETHER)
     assert m.rows_bad == expected
-    assert m.rows_read == (
-        m.inserted + m.updated + m.deleted + m.late + m.deletes_absent + m.superseded + m.rows_bad + m.ignored
-    )
+    assert _nothing_lost(m)
     listed = lakemerge.quarantine(table, spark=spark)
     assert len(listed) == expected
     assert all(q.reason and q.row >= 1 and q.batch_id == result.batch_id for q in listed)
