@@ -196,6 +196,44 @@ def test_file_key_bounds_come_from_the_delta_log_and_refuse_what_statistics_cann
     assert file_key_bounds(spark, partitioned, "p") is None
 
 
+@pytest.mark.parametrize(
+    "key",
+    ["id", "CAST(id AS INT)", "CAST(id * 1.25 AS DECIMAL(12, 2))", "DATE_ADD(DATE'2020-02-27', CAST(id AS INT))"],
+)
+def test_file_key_bounds_of_a_few_files_come_from_the_checksum_without_a_job(
+    spark: Any, tmp_path: Path, key: str
+) -> None:
+    """A version of few files lists them, with their statistics, in Delta's checksum: their bounds
+    are read from it, with no Spark job, and equal what the job over Delta's statistics gives (the
+    same table written without that list)."""
+    frame = spark.range(40).selectExpr(f"{key} AS k", "id AS n").repartitionByRange(4, "n")
+    listed, unlisted = str(tmp_path / "listed"), str(tmp_path / "unlisted")
+    frame.write.format("delta").save(listed)
+    spark.conf.set("spark.databricks.delta.allFilesInCrc.enabled", "false")
+    try:
+        frame.write.format("delta").save(unlisted)
+    finally:
+        spark.conf.unset("spark.databricks.delta.allFilesInCrc.enabled")
+    jobs: dict[str, list[Any] | None] = {}
+    tracker = spark.sparkContext.statusTracker()
+    for name, path in (("listed", listed), ("unlisted", unlisted)):
+        delta_module.file_key_bounds(spark, path, "k")  # (Delta's snapshot brought up to date)
+        spark.sparkContext.setJobGroup(f"bounds-{name}", "file_key_bounds")
+        try:
+            jobs[name] = delta_module.file_key_bounds(spark, path, "k")
+        finally:
+            spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    assert tracker.getJobIdsForGroup("bounds-listed") == [], "bounds from the checksum need no job"
+    assert tracker.getJobIdsForGroup("bounds-unlisted"), "without the checksum's list, one job reads them"
+    assert jobs["listed"] is not None and len(jobs["listed"]) == 4
+    assert sorted(jobs["listed"]) == sorted(jobs["unlisted"] or [])
+    assert [type(low) for low, _, _ in jobs["listed"]] == [type(low) for low, _, _ in jobs["unlisted"] or []]
+    unindexed = str(tmp_path / "unindexed")
+    frame.write.format("delta").option("delta.dataSkippingNumIndexedCols", "1").save(unindexed)
+    assert delta_module.file_key_bounds(spark, unindexed, "k") is not None
+    assert delta_module.file_key_bounds(spark, unindexed, "n") is None, "Delta keeps no statistics of n"
+
+
 def test_batches_use_key_ranges_only_where_they_skip_files(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -183,15 +183,15 @@ def table_bytes(spark: SparkSession, path: str) -> int | None:
 
 def file_key_bounds(spark: SparkSession, path: str, column: str) -> list[tuple[Any, Any, int]] | None:
     """Each data file of the table's latest version: the smallest and largest value of ``column``
-    in its statistics (``None`` when it has none) and its size; read from Delta's log (one small
-    Spark job over the snapshot's file list, whose parsed statistics Delta's own file skipping
-    reuses), never from the data. ``None`` when statistics cannot be trusted to bound the column:
-    a type whose statistics Delta truncates or rounds (only integers, decimals and dates are
-    kept), a column without statistics, a partition column, column mapping (statistics under
-    physical names), or more than :data:`MAX_BOUNDED_FILES` files."""
-    from pyspark.sql import functions as F
+    in its statistics (``None`` when it has none) and its size; read from Delta's log, never from
+    the data. A table of few files (Delta keeps the list of a version's files, with their
+    statistics, in the checksum it writes beside the commit: up to 50 files by default) is read from
+    that checksum without a Spark job; else one small job over the snapshot's file list, whose
+    parsed statistics Delta's own file skipping reuses. ``None`` when statistics cannot be trusted
+    to bound the column: a type whose statistics Delta truncates or rounds (only integers,
+    decimals and dates are kept), a column without statistics, a partition column, column mapping
+    (statistics under physical names), or more than :data:`MAX_BOUNDED_FILES` files."""
     from pyspark.sql import types as T
-    from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
 
     snapshot = _snapshot(spark, path)
     if _properties(snapshot).get("delta.columnMapping.mode", "none") != "none":
@@ -200,12 +200,78 @@ def file_key_bounds(spark: SparkSession, path: str, column: str) -> list[tuple[A
     while partitions.hasNext():
         if str(partitions.next()).lower() == column.lower():
             return None
+    schema = T.StructType.fromJson(json.loads(str(snapshot.schema().json())))
+    fields = [f for f in schema.fields if f.name.lower() == column.lower()]
+    if not fields or not isinstance(fields[0].dataType, (T.IntegralType, T.DecimalType, T.DateType)):
+        return None
+    listed = _checksum_files(snapshot)
+    if listed is None:
+        return _statistics_bounds(spark, snapshot, column)
+    return _bounds_of(listed, fields[0].name, fields[0].dataType)
+
+
+def _checksum_files(snapshot: Any) -> list[tuple[int, str | None]] | None:
+    """The size and statistics (JSON) of each data file of ``snapshot``, from the version's
+    checksum; ``None`` when the checksum does not list the files (none written, or more files than
+    Delta lists there)."""
+    found = snapshot.checksumOpt()
+    if not found.isDefined():
+        return None
+    files = found.get().allFiles()
+    if not files.isDefined():
+        return None
+    listed: list[tuple[int, str | None]] = []
+    each = files.get().iterator()
+    while each.hasNext():
+        add = each.next()
+        stats = add.stats()
+        listed.append((int(add.size()), str(stats) if stats is not None else None))
+        if len(listed) > MAX_BOUNDED_FILES:
+            return None
+    return listed
+
+
+def _bounds_of(listed: Sequence[tuple[int, str | None]], name: str, kind: Any) -> list[tuple[Any, Any, int]] | None:
+    """Each file's bounds of column ``name`` (of type ``kind``) from its statistics as Delta writes
+    them (JSON: numbers, and dates as ISO strings); ``None`` when no file has statistics of the
+    column (it is not among the columns Delta collects them for, or there are no files to tell)."""
+    import datetime
+    import decimal
+
+    from pyspark.sql import types as T
+
+    def value(found: Any) -> Any:
+        if found is None:
+            return None
+        if isinstance(kind, T.DateType):
+            return datetime.date.fromisoformat(str(found))
+        return found
+
+    bounds: list[tuple[Any, Any, int]] = []
+    known = False
+    for size, stats in listed:
+        parsed = json.loads(stats, parse_float=decimal.Decimal) if stats else {}
+        low = value((parsed.get("minValues") or {}).get(name))
+        high = value((parsed.get("maxValues") or {}).get(name))
+        known = known or (low is not None and high is not None)
+        bounds.append((low, high, size))
+    if not known and any(stats for _, stats in listed):
+        # Files have statistics, none of them of this column: Delta does not collect them for it.
+        return None
+    return bounds
+
+
+def _statistics_bounds(spark: SparkSession, snapshot: Any, column: str) -> list[tuple[Any, Any, int]] | None:
+    """:func:`file_key_bounds` by one Spark job over the snapshot's file list."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
+
     stats = ClassicFrame(snapshot.withStats(), spark)
     bounds = {}
     for side in ("minValues", "maxValues"):
         found = [f for f in stats.schema["stats"].dataType.fields if f.name == side]  # type: ignore[attr-defined]
         fields = [f for f in found[0].dataType.fields if f.name.lower() == column.lower()] if found else []
-        if not fields or not isinstance(fields[0].dataType, (T.IntegralType, T.DecimalType, T.DateType)):
+        if not fields:
             return None
         bounds[side] = F.col(f"stats.{side}").getField(fields[0].name)
     rows = stats.select(bounds["minValues"], bounds["maxValues"], F.col("size")).limit(MAX_BOUNDED_FILES + 1).collect()
