@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from lakemerge.config.models import TableConfig
 
-ICEBERG_PACKAGE = "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.11.0"
+ICEBERG_PACKAGE = "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0"
 #: Layouts: rows in random order (files span every key), sorted by key (tight key ranges per
 #: file), or partitioned by order year with keys sorted within each partition.
 LAYOUTS = ("random", "clustered", "date")
