@@ -319,13 +319,12 @@ def plan_batch(
                 table_tombstones=of_keys and table.tombstones,
             ).persist(StorageLevel.MEMORY_AND_DISK)
             frames.append(classified)
-        by_op = [(str(r[0]), str(r[1]), int(r[2])) for r in classified.groupBy(C.OUTCOME, C.OP).count().collect()]
+        by_op, writes = _outcome_counts(classified, history.source if history is not None else None)
         counts: dict[str, int] = {}
         for outcome, _, n in by_op:
             counts[outcome] = counts.get(outcome, 0) + n
         remembered = [Outcome.DELETE.value, Outcome.ABSENT.value] + ([Outcome.LATE.value] if table.scd2 else [])
         graves = sum(n for outcome, op, n in by_op if op == "D" and outcome in remembered)
-        writes = history.source.count() if history is not None else None
     except BaseException:
         for item in frames:
             item.unpersist()
@@ -375,6 +374,32 @@ def plan_batch(
         settings=settings,
         own_settings=own,
     )
+
+
+def _outcome_counts(classified: DataFrame, source: DataFrame | None) -> tuple[list[tuple[str, str, int]], int | None]:
+    """How many of the classified changes have each outcome and op, and (with an SCD2 batch's
+    ``source``) how many versions it writes, in one Spark action."""
+    from pyspark.sql import functions as F
+
+    counted = classified.groupBy(F.col(C.OUTCOME).alias("o"), F.col(C.OP).alias("op")).agg(
+        F.count(F.lit(1)).alias("n"), F.lit(False).alias("versions")
+    )
+    if source is not None:
+        versions = source.agg(F.count(F.lit(1)).alias("n")).select(
+            F.lit(None).cast("string").alias("o"),
+            F.lit(None).cast("string").alias("op"),
+            "n",
+            F.lit(True).alias("versions"),
+        )
+        counted = counted.unionByName(versions)
+    by_op: list[tuple[str, str, int]] = []
+    writes = None
+    for row in counted.collect():
+        if row["versions"]:
+            writes = int(row["n"])
+        else:
+            by_op.append((str(row["o"]), str(row["op"]), int(row["n"])))
+    return by_op, writes
 
 
 def _small_table(spark: SparkSession, table: TableConfig) -> bool:
