@@ -1,4 +1,5 @@
-"""A small table's batches, one after another: ``python -m bench.small [--batches 12] [--keys 50]``.
+"""A small table's batches, one after another:
+``python -m bench.small [--batches 12] [--keys 50] [--mode copy_on_write] [--history latest]``.
 
 What most tables in a pipeline look like (a dimension, a lookup): a few KB, a few dozen changes per
 batch. Every batch is fixed cost: the ledger, the batch's read and statistics, the classification,
@@ -22,6 +23,7 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=12)
     parser.add_argument("--keys", type=int, default=50)
     parser.add_argument("--mode", default="copy_on_write")
+    parser.add_argument("--history", default="latest", choices=("latest", "scd2"))
     args = parser.parse_args()
     import lakemerge
 
@@ -40,6 +42,7 @@ def main() -> None:
         key=("id",),
         sequence=("seq",),
         write_mode=args.mode,
+        history=args.history,
         feed=lakemerge.FeedConfig(
             location=(str(root / "in"),),
             format="csv",
