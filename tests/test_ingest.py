@@ -276,6 +276,15 @@ def test_accounting_mismatch_aborts_before_commit(spark: object, tmp_path: Path)
     assert not Path(t.path).exists()
 
 
+def test_negative_counts_are_an_accounting_error_even_when_the_sums_agree() -> None:
+    from lakemerge.batch import check_accounting
+
+    balanced = lakemerge.BatchMetrics(rows_read=1, changes=2, inserted=2, superseded=-1)
+    with pytest.raises(lakemerge.AccountingError, match="negative batch counts \\(superseded\\)"):
+        check_accounting(balanced)
+    check_accounting(lakemerge.BatchMetrics(rows_read=2, changes=1, inserted=1, superseded=1))
+
+
 def test_json_documents_mirror_the_result_objects(spark: object, tmp_path: Path) -> None:
     import dataclasses
 

@@ -27,7 +27,7 @@ from lakemerge.results import AppliedFile, BatchMetrics, BatchResult
 from lakemerge.spark import tuning
 from lakemerge.spark.errors import first_line, translate
 from lakemerge.spark.scoped import scoped_conf
-from lakemerge.table import delta, maintenance, quarantine, tombstones
+from lakemerge.table import delta, maintenance, quarantine, tombstones, transaction
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -70,6 +70,10 @@ class BatchPlan:
     settings: dict[str, str | None] = field(default_factory=dict)
     #: The session's own values of those settings, for the parts that read the whole table.
     own_settings: dict[str, str | None] = field(default_factory=dict)
+    #: Whether ``metrics`` holds the outcome counts. A ``log`` batch planned without them
+    #: (``plan_batch(counted=False)``) counts its changes while it appends them, and its commit
+    #: completes the metrics (:mod:`lakemerge.table.transaction`).
+    counted: bool = True
 
     def release(self) -> None:
         """Unpersist the cached frames."""
@@ -152,8 +156,12 @@ def plan_batch(
     spark: SparkSession,
     inputs: Sequence[str] | None = None,
     own_settings: dict[str, str | None] | None = None,
+    counted: bool = True,
 ) -> BatchPlan | NothingPending:
     """Read and classify the next batch of ``table``.
+
+    ``counted=False`` (``log`` tables only): leave the classified changes uncached and uncounted;
+    :func:`commit_batch` counts them in the same Spark job that appends them to the log.
 
     Raises:
         InputError: a path is missing or a record is bad.
@@ -317,38 +325,29 @@ def plan_batch(
                 table_of_keys=of_keys,
                 table_deletes=of_keys,
                 table_tombstones=of_keys and table.tombstones,
-            ).persist(StorageLevel.MEMORY_AND_DISK)
-            frames.append(classified)
-        by_op, writes = _outcome_counts(classified, history.source if history is not None else None)
-        counts: dict[str, int] = {}
-        for outcome, _, n in by_op:
-            counts[outcome] = counts.get(outcome, 0) + n
-        remembered = [Outcome.DELETE.value, Outcome.ABSENT.value] + ([Outcome.LATE.value] if table.scd2 else [])
-        graves = sum(n for outcome, op, n in by_op if op == "D" and outcome in remembered)
+            )
+            if counted:
+                classified = classified.persist(StorageLevel.MEMORY_AND_DISK)
+                frames.append(classified)
+        by_op: list[tuple[str, str, int]] = []
+        writes = None
+        if counted:
+            by_op, writes = _outcome_counts(classified, history.source if history is not None else None)
     except BaseException:
         for item in frames:
             item.unpersist()
         raise
     finally:
         tuned.close()
-    collapsed = sum(counts.values())
-    metrics = BatchMetrics(
+    read = BatchMetrics(
         rows_read=rows_read,
         rows_bad=rows_bad,
-        changes=collapsed,
-        superseded=rows_read + snapshot_absent - rows_bad - ignored - truncate.records - collapsed,
-        inserted=counts.get(Outcome.INSERT, 0),
-        updated=counts.get(Outcome.UPDATE, 0),
-        deleted=counts.get(Outcome.DELETE, 0),
-        late=counts.get(Outcome.LATE, 0),
-        deletes_absent=counts.get(Outcome.ABSENT, 0),
         truncates=truncate.records,
         truncated=truncate.stored_rows,
         ignored=ignored,
-        unchanged=counts.get(Outcome.UNCHANGED, 0),
         snapshot_absent=snapshot_absent,
-        tombstones_written=graves + (1 if truncate.before is not None else 0) if table.tombstones else 0,
     )
+    metrics = with_outcomes(read, by_op, table=table, truncating=truncate.before is not None) if counted else read
     return BatchPlan(
         table=table,
         batch_id=batch_id,
@@ -373,6 +372,32 @@ def plan_batch(
         stored_columns=tuple(stored.columns) if stored is not None else (),
         settings=settings,
         own_settings=own,
+        counted=counted,
+    )
+
+
+def with_outcomes(
+    read: BatchMetrics, by_op: Sequence[tuple[str, str, int]], *, table: TableConfig, truncating: bool
+) -> BatchMetrics:
+    """``read`` (the counts known before classification: rows read, bad, ignored, truncates,
+    snapshot absences) completed with the classified changes' counts ``by_op`` (outcome, op, n)."""
+    counts: dict[str, int] = {}
+    for outcome, _, n in by_op:
+        counts[outcome] = counts.get(outcome, 0) + n
+    remembered = [Outcome.DELETE.value, Outcome.ABSENT.value] + ([Outcome.LATE.value] if table.scd2 else [])
+    graves = sum(n for outcome, op, n in by_op if op == "D" and outcome in remembered)
+    collapsed = sum(counts.values())
+    return replace(
+        read,
+        changes=collapsed,
+        superseded=read.rows_read + read.snapshot_absent - read.rows_bad - read.ignored - read.truncates - collapsed,
+        inserted=counts.get(Outcome.INSERT, 0),
+        updated=counts.get(Outcome.UPDATE, 0),
+        deleted=counts.get(Outcome.DELETE, 0),
+        late=counts.get(Outcome.LATE, 0),
+        deletes_absent=counts.get(Outcome.ABSENT, 0),
+        unchanged=counts.get(Outcome.UNCHANGED, 0),
+        tombstones_written=graves + (1 if truncating else 0) if table.tombstones else 0,
     )
 
 
@@ -448,7 +473,8 @@ def commit_batch(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
         _Superseded: a concurrent writer took the batch number (nothing of this plan is committed).
     """
     metrics = plan.metrics
-    check_accounting(metrics)
+    if plan.counted:
+        check_accounting(metrics)
     record = {
         "batch_id": plan.batch_id,
         "table": plan.table.name,
@@ -462,6 +488,9 @@ def commit_batch(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
     if plan.bad is not None:
         with _translated():
             quarantine.write_bad_rows(plan.bad, plan.table.quarantine)
+    if not plan.counted:
+        metrics = _append_counting(spark, plan, record)
+        return _committed(spark, plan, metrics)
     if metrics.tombstones_written and not plan.table.log_mode:
         # (A log table's tombstones are rows of its log, appended below with the batch.)
         with _translated(), scoped_conf(spark, plan.settings or plan.own_settings):
@@ -507,6 +536,70 @@ def commit_batch(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
                     # Classified in a small batch's few partitions: not what the rewrite should use.
                     regroup=bool(plan.settings),
                 )
+    return _committed(spark, plan, metrics)
+
+
+def _append_counting(spark: SparkSession, plan: BatchPlan, record: dict[str, Any]) -> BatchMetrics:
+    """Append an uncounted ``log`` plan's rows to the log, counting its changes by outcome in the
+    same Spark job, and commit them with ``record`` completed by those counts; the metrics.
+
+    Raises:
+        AccountingError: the counts do not add up (nothing is committed).
+        _Superseded: a concurrent writer took the batch number (nothing is committed).
+    """
+    from pyspark.sql import functions as F
+
+    table = plan.table
+    pairs = [(o.value, op) for o in Outcome for op in ("U", "D")]
+    tallies = {
+        f"{outcome}_{op}": F.sum(F.when((F.col(C.OUTCOME) == outcome) & (F.col(C.OP) == op), 1).otherwise(0))
+        for outcome, op in pairs
+    }
+    tallies["all"] = F.count(F.lit(1))
+    observed, counted = transaction.observe(plan.classified, tallies)
+    m = plan.metrics
+    bound = m.rows_read + m.snapshot_absent - m.rows_bad - m.ignored
+    rows = log.log_rows(
+        spark,
+        table,
+        observed,
+        data_columns=plan.data_columns,
+        partial=plan.partial,
+        txn_version=plan.txn_version,
+        writes=bound,
+        small=plan.small,
+        stored_columns=plan.stored_columns,
+    )
+    found: list[BatchMetrics] = []
+
+    def completed() -> dict[str, Any]:
+        counts = counted()
+        by_op = [(outcome, op, counts[f"{outcome}_{op}"]) for outcome, op in pairs]
+        if sum(n for _, _, n in by_op) != counts["all"]:
+            raise AccountingError(
+                f"internal error: changes of an outcome or operation lakemerge does not know ({counts}); "
+                "nothing was committed"
+            )
+        metrics = with_outcomes(m, by_op, table=table, truncating=False)
+        check_accounting(metrics)
+        found.append(metrics)
+        return {"lakemerge": delta.RECORD_VERSION, **record, "metrics": asdict(metrics)}
+
+    with _translated(), scoped_conf(spark, plan.settings or plan.own_settings):
+        version = transaction.append_with_record(
+            spark, table.log_table, rows, record=completed, app_id=delta.TXN_APP_ID, txn_version=plan.txn_version
+        )
+    if version is None:
+        raise _Superseded()
+    return found[0]
+
+
+def _committed(spark: SparkSession, plan: BatchPlan, metrics: BatchMetrics) -> BatchResult:
+    """The result of ``plan``'s commit, found by its batch id in the table's (or log's) newest commits.
+
+    Raises:
+        _Superseded: no commit holds the batch: Delta skipped it for a concurrent writer's.
+    """
     target = plan.table.log_table if plan.table.log_mode else plan.table.path
     found = delta.find_commit(spark, target, plan.batch_id)
     if found is None:
@@ -626,7 +719,10 @@ def _attempt(
     started: float,
     own: dict[str, str | None],
 ) -> BatchResult:
-    plan = plan_batch(table, spark=spark, inputs=inputs, own_settings=own)
+    # A log batch counts its changes in the job that appends them (one job fewer), unless it is a
+    # dry run, which counts them without appending.
+    counted = dry_run or not (table.log_mode and transaction.supported(spark))
+    plan = plan_batch(table, spark=spark, inputs=inputs, own_settings=own, counted=counted)
     if isinstance(plan, NothingPending):
         return _nothing(table, plan.skipped, started)
     try:
@@ -805,6 +901,9 @@ def check_accounting(m: BatchMetrics) -> None:
         + m.ignored
         + m.unchanged
     )
+    negative = sorted(name for name, value in asdict(m).items() if isinstance(value, int) and value < 0)
+    if negative:
+        raise AccountingError(f"internal error: negative batch counts ({', '.join(negative)}); nothing was committed")
     if total != m.rows_read + m.snapshot_absent:
         raise AccountingError(
             f"internal error: batch row counts do not add up (read {m.rows_read} + {m.snapshot_absent} absent "

@@ -46,13 +46,40 @@ def append(
     small: bool = False,
     stored_columns: Sequence[str] = (),
 ) -> None:
-    """Append the batch's writes to the log in one commit (an empty append when it writes nothing,
-    so that the batch's record exists), in files of about :data:`delta.ROWS_PER_FILE` rows: its
-    inserts, updates and deletes, and (when the table keeps tombstones) its deletes of keys the view
-    does not hold. ``small``: the batch's keys can be broadcast (see :func:`read_merged`).
-    ``stored_columns``: the merged view's columns when the batch was planned; the view is read again
-    only when the batch folds partial updates or lacks some of them. Call inside
-    :func:`delta.commit_record`."""
+    """Append the batch's :func:`log_rows` to the log in one commit (an empty append when it writes
+    nothing, so that the batch's record exists). Call inside :func:`delta.commit_record`."""
+    frame = log_rows(
+        spark,
+        table,
+        classified,
+        data_columns=data_columns,
+        partial=partial,
+        txn_version=txn_version,
+        writes=writes,
+        small=small,
+        stored_columns=stored_columns,
+    )
+    frame.write.format("delta").mode("append").option("mergeSchema", "true").save(table.log_table)
+
+
+def log_rows(
+    spark: SparkSession,
+    table: TableConfig,
+    classified: DataFrame,
+    *,
+    data_columns: Sequence[str],
+    partial: Sequence[str],
+    txn_version: int,
+    writes: int,
+    small: bool = False,
+    stored_columns: Sequence[str] = (),
+) -> DataFrame:
+    """The log rows of a classified batch, in files of about :data:`delta.ROWS_PER_FILE` rows
+    (``writes``: how many rows at most): its inserts, updates and deletes, and (when the table keeps
+    tombstones) its deletes of keys the view does not hold. ``small``: the batch's keys can be
+    broadcast (see :func:`read_merged`). ``stored_columns``: the merged view's columns when the
+    batch was planned; the view is read again only when the batch folds partial updates or lacks
+    some of them."""
     from pyspark.sql import functions as F
 
     extra = [F.col(C.AFTER_DELETE)] if partial else []
@@ -83,8 +110,7 @@ def append(
     else:
         rows = rows.drop(*[C.AFTER_DELETE] if partial else [])
     rows = rows.withColumn(LOG_BATCH, F.lit(txn_version).cast("bigint"))
-    rows = rows.coalesce(delta.files_for(writes))
-    rows.write.format("delta").mode("append").option("mergeSchema", "true").save(table.log_table)
+    return rows.coalesce(delta.files_for(writes))
 
 
 def tombstones(spark: SparkSession, table: TableConfig) -> DataFrame | None:

@@ -1,0 +1,147 @@
+"""An append whose commit record is made from what the append itself counted: one Spark job.
+
+A batch's commit carries its metrics (:func:`lakemerge.table.delta.commit_record`), so they must be
+known before Delta commits. Through the DataFrame writer, Delta writes and commits in one call, so a
+batch had to count its classified changes in a Spark job of their own first (and cache them for the
+write). Here lakemerge holds Delta's transaction open instead: the rows are written inside it, a
+Spark :class:`~pyspark.sql.Observation` counts the changes as they stream past on their way to the
+files, and the record built from those counts goes into the transaction's commit. Nothing is visible
+before that commit; an error in between (counts that do not add up, a lost race) leaves only files
+no commit refers to, which Delta's VACUUM removes.
+
+The transaction is driven through Delta's JVM classes as delta-spark 4.4 has them (``DeltaLog``,
+``WriteIntoDelta``, ``DeltaOperations.Write``): the same command the DataFrame writer runs, split at
+the point between its write and its commit. :func:`supported` checks once per JVM that they are
+there with those shapes (and that ``spark.lakemerge.observedAppend`` is not ``false``); callers use
+the DataFrame writer when they are not.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from lakemerge.errors import AccountingError
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, Observation, SparkSession
+
+#: Session setting that turns the single-job append off (``false``): batches then count their
+#: changes in a job of their own and append through the DataFrame writer.
+ENABLED_CONF = "spark.lakemerge.observedAppend"
+
+#: How long to wait, after the write, for Spark to hand over the observed counts (they arrive with
+#: the end of the write's query, a few milliseconds later).
+OBSERVATION_TIMEOUT_S = 120.0
+
+_WRITE = "org.apache.spark.sql.delta.commands.WriteIntoDelta"
+_OPERATION = "org.apache.spark.sql.delta.DeltaOperations$Write"
+_checked: dict[int, bool] = {}
+
+
+def supported(spark: SparkSession) -> bool:
+    """Whether batches can append with :func:`append_with_record` in this session."""
+    if (spark.conf.get(ENABLED_CONF, "true") or "true").strip().lower() == "false":
+        return False
+    jvm: Any = spark.sparkContext._jvm
+    key = id(spark.sparkContext)
+    if key not in _checked:
+        _checked[key] = _shapes_match(jvm)
+    return _checked[key]
+
+
+def _shapes_match(jvm: Any) -> bool:
+    try:
+        utils = jvm.org.apache.spark.util.Utils
+        write = utils.classForName(_WRITE, True, False)
+        operation = utils.classForName(_OPERATION, True, False)
+    except Exception:
+        return False
+    constructors = [len(c.getParameterTypes()) for c in write.getConstructors()]
+    methods = [len(m.getParameterTypes()) for m in write.getMethods() if m.getName() == "writeAndReturnCommitData"]
+    operations = [len(c.getParameterTypes()) for c in operation.getConstructors()]
+    return 9 in constructors and 4 in methods and 9 in operations
+
+
+def observe(frame: DataFrame, counts: Mapping[str, Column]) -> tuple[DataFrame, Callable[[], dict[str, int]]]:
+    """``frame`` counting ``counts`` (named aggregate columns) as an action streams it, and a
+    function giving those counts once the action has run (waiting at most
+    :data:`OBSERVATION_TIMEOUT_S` for Spark to deliver them)."""
+    from pyspark.sql import Observation
+
+    observation = Observation(f"lakemerge_{uuid.uuid4().hex}")
+    observed = frame.observe(observation, *[column.alias(name) for name, column in counts.items()])
+    return observed, lambda: _counts(observation)
+
+
+def _counts(observation: Observation) -> dict[str, int]:
+    java: Any = observation._jo
+    future = java.future()
+    deadline = time.monotonic() + OBSERVATION_TIMEOUT_S
+    while not future.isCompleted():
+        if time.monotonic() > deadline:
+            raise AccountingError(
+                f"internal error: Spark did not deliver the batch's counts within {OBSERVATION_TIMEOUT_S:g} s "
+                "of writing its rows; nothing was committed"
+            )
+        time.sleep(0.002)
+    return {name: int(value or 0) for name, value in observation.get.items()}
+
+
+def append_with_record(
+    spark: SparkSession,
+    path: str,
+    rows: DataFrame,
+    *,
+    record: Callable[[], dict[str, Any]],
+    app_id: str,
+    txn_version: int,
+) -> int | None:
+    """Append ``rows`` to the Delta table at ``path`` (created when missing, new columns added) and
+    commit them with ``record()`` as the commit's userMetadata, under the transaction identifier
+    ``app_id`` / ``txn_version``; the version committed.
+
+    ``record`` is called after the rows are written, before the commit: the counts it reads from an
+    :func:`observe`-d frame are complete then; what it raises aborts the commit. ``None``: the table
+    already holds ``txn_version`` of ``app_id`` (a concurrent writer committed this batch number),
+    and nothing was written. A writer that commits the same batch number between this one's start
+    and its commit makes Delta reject this commit (``ConcurrentTransactionException``)."""
+    jvm: Any = spark.sparkContext._jvm
+    session: Any = spark._jsparkSession
+    delta = jvm.org.apache.spark.sql.delta
+    log = delta.DeltaLog.forTable(session, path)
+    txn = log.startTransaction()
+    if int(txn.txnVersion(app_id)) >= txn_version:
+        return None
+    none = jvm.scala.Option.empty()
+    options = delta.DeltaOptions(
+        _scala_map(jvm, {"mergeSchema": "true", "txnAppId": app_id, "txnVersion": str(txn_version)}),
+        session.sessionState().conf(),
+    )
+    append = jvm.org.apache.spark.sql.SaveMode.Append
+    command = delta.commands.WriteIntoDelta(
+        log, append, options, _scala_seq(jvm, []), _scala_map(jvm, {}), rows._jdf, none, none, False
+    )
+    written = command.writeAndReturnCommitData(txn, session, none, False)
+    metadata = json.dumps(record(), separators=(",", ":"))
+    some = jvm.scala.Option.apply
+    operation = delta.DeltaOperations.Write(append, none, none, some(metadata), none, none, some(True), none, none)
+    committed = txn.commitIfNeeded(written.actions(), operation, written.stringTags())
+    return int(committed.get())
+
+
+def _scala_map(jvm: Any, items: Mapping[str, str]) -> Any:
+    java = jvm.java.util.HashMap()
+    for key, value in items.items():
+        java.put(key, value)
+    return jvm.org.apache.spark.api.python.PythonUtils.toScalaMap(java)
+
+
+def _scala_seq(jvm: Any, items: list[Any]) -> Any:
+    java = jvm.java.util.ArrayList()
+    for item in items:
+        java.add(item)
+    return jvm.scala.jdk.javaapi.CollectionConverters.asScala(java).toSeq()

@@ -1,0 +1,198 @@
+"""A ``log`` batch counts its changes in the Spark job that appends them (lakemerge.table.transaction):
+the same log, view and commit records as counting first and appending after; counts that do not add
+up, a batch number already taken and a writer that commits the same batch number between this
+batch's write and its commit all leave nothing of the batch committed, and the files are applied
+exactly once."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import deltalake
+import pytest
+
+import lakemerge
+import lakemerge.batch
+from lakemerge.table import transaction
+from tests.helpers import write_lines
+
+SCHEMA = "k INT, seq BIGINT, op STRING, a STRING, b STRING"
+#: Batches of one or two files: inserts, updates, a partial update (null b), deletes of present and
+#: absent keys, a late change, a duplicate key within a batch, and a column new in the last batch.
+BATCHES: list[list[list[str]]] = [
+    [["k,seq,op,a,b", "1,1,U,a1,b1", "2,1,U,a2,b2", "3,1,U,a3,b3", "4,1,U,a4,b4"]],
+    [["k,seq,op,a,b", "1,2,U,x1,", "2,2,D,,", "9,2,D,,", "3,0,U,old,old"], ["k,seq,op,a,b", "5,2,U,a5,b5"]],
+    [["k,seq,op,a,b", "5,3,U,y5,y5", "5,4,U,z5,", "2,1,U,late,late", "6,3,U,a6,b6"]],
+    [["k,seq,op,a,b,c", "1,5,U,w1,w1,c1", "7,5,U,a7,,c7", "4,5,D,,,"]],
+]
+
+
+def config(root: Path, name: str) -> lakemerge.TableConfig:
+    return lakemerge.TableConfig(
+        name=name,
+        path=str(root / name),
+        key=("k",),
+        sequence=("seq",),
+        write_mode="log",
+        ignore_null_updates=True,
+        feed=lakemerge.FeedConfig(
+            location=(str(root / f"in-{name}"),),
+            format="csv",
+            header=True,
+            op_column="op",
+            types={"k": "int", "seq": "bigint"},
+        ),
+    )
+
+
+def drop(root: Path, table: lakemerge.TableConfig, number: int, files: list[list[str]]) -> None:
+    for index, lines in enumerate(files):
+        write_lines(root / f"in-{table.name}" / f"b{number:02d}_{index}.csv", lines)
+
+
+def view(spark: Any, table: lakemerge.TableConfig) -> list[dict[str, Any]]:
+    frame = lakemerge.read_merged(spark, table)
+    assert frame is not None
+    rows = [r.asDict() for r in frame.collect()]
+    return sorted(rows, key=lambda r: r["k"])
+
+
+def log_records(path: str) -> list[dict[str, Any]]:
+    """The lakemerge records of the log's commits, oldest first, read from its JSON commit files."""
+    records = []
+    for commit in sorted((Path(path) / "_delta_log").glob("*.json")):
+        for line in commit.read_text().splitlines():
+            info = json.loads(line).get("commitInfo")
+            if info and info.get("userMetadata"):
+                records.append(json.loads(info["userMetadata"]))
+    return records
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Paths that batches appended to through the single-job transaction."""
+    seen: list[str] = []
+    real = transaction.append_with_record
+
+    def spy(spark: Any, path: str, *args: Any, **kwargs: Any) -> int | None:
+        seen.append(path)
+        return real(spark, path, *args, **kwargs)
+
+    monkeypatch.setattr(transaction, "append_with_record", spy)
+    return seen
+
+
+def test_counting_while_appending_gives_what_counting_first_gives(spark: Any, tmp_path: Path, calls: list[str]) -> None:
+    one, two = config(tmp_path, "one_job"), config(tmp_path, "two_jobs")
+    assert transaction.supported(spark)
+    for number, files in enumerate(BATCHES):
+        for table in (one, two):
+            drop(tmp_path, table, number, files)
+        single = lakemerge.apply_table(one, spark=spark)
+        spark.conf.set(transaction.ENABLED_CONF, "false")
+        try:
+            assert not transaction.supported(spark)
+            double = lakemerge.apply_table(two, spark=spark)
+        finally:
+            spark.conf.unset(transaction.ENABLED_CONF)
+        assert single.metrics == double.metrics
+        assert (single.version, single.files_added, len(single.files)) == (
+            double.version,
+            double.files_added,
+            len(files),
+        )
+    assert calls == [one.log_table] * len(BATCHES)
+    assert view(spark, one) == view(spark, two)
+    assert [r["metrics"] for r in log_records(one.log_table)] == [r["metrics"] for r in log_records(two.log_table)]
+    last = log_records(one.log_table)[-1]["metrics"]
+    assert (last["inserted"], last["updated"], last["deleted"], last["rows_read"]) == (1, 1, 1, 3)
+    # The batch number is Delta's transaction identifier on the log, as with the DataFrame writer.
+    log = deltalake.DeltaTable(one.log_table)
+    assert log.transaction_version("lakemerge") == deltalake.DeltaTable(two.log_table).transaction_version("lakemerge")
+    assert log.transaction_version("lakemerge") == len(BATCHES)
+    rows = {r["k"]: r for r in view(spark, one)}
+    assert rows[5]["a"] == "z5" and rows[5]["b"] == "y5"  # the partial update folded
+    assert rows[7]["c"] == "c7" and rows[3]["a"] == "a3"  # the new column; the late change ignored
+    assert 2 not in rows and 4 not in rows
+
+
+def test_counts_that_do_not_add_up_commit_nothing(
+    spark: Any, tmp_path: Path, calls: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = config(tmp_path, "t")
+    drop(tmp_path, table, 0, BATCHES[0])
+    lakemerge.apply_table(table, spark=spark)
+    drop(tmp_path, table, 1, BATCHES[1])
+    before = deltalake.DeltaTable(table.log_table).version()
+    real = lakemerge.batch.with_outcomes
+
+    def miscounted(*args: Any, **kwargs: Any) -> lakemerge.BatchMetrics:
+        metrics = real(*args, **kwargs)
+        return dataclasses.replace(metrics, late=metrics.late + 1)
+
+    monkeypatch.setattr(lakemerge.batch, "with_outcomes", miscounted)
+    with pytest.raises(lakemerge.AccountingError):
+        lakemerge.apply_table(table, spark=spark)
+    assert len(calls) == 2  # the second batch wrote its rows, then did not commit them
+    assert deltalake.DeltaTable(table.log_table).version() == before
+    monkeypatch.setattr(lakemerge.batch, "with_outcomes", real)
+    result = lakemerge.apply_table(table, spark=spark)
+    assert result.version == before + 1 and len(result.files) == 2
+    assert {r["k"] for r in view(spark, table)} == {1, 3, 4, 5}
+
+
+def test_a_batch_number_taken_before_the_write_writes_nothing(spark: Any, tmp_path: Path) -> None:
+    table = config(tmp_path, "t")
+    drop(tmp_path, table, 0, BATCHES[0])
+    lakemerge.apply_table(table, spark=spark)
+    drop(tmp_path, table, 1, BATCHES[1])
+    first = lakemerge.batch.plan_batch(table, spark=spark, counted=False)
+    second = lakemerge.batch.plan_batch(table, spark=spark, counted=False)
+    assert isinstance(first, lakemerge.batch.BatchPlan) and isinstance(second, lakemerge.batch.BatchPlan)
+    files = {p.name for p in Path(table.log_table).glob("*.parquet")}
+    try:
+        assert lakemerge.batch.commit_batch(first, spark=spark).version == 1
+        written = {p.name for p in Path(table.log_table).glob("*.parquet")} - files
+        with pytest.raises(lakemerge.batch._Superseded):
+            lakemerge.batch.commit_batch(second, spark=spark)
+    finally:
+        first.release()
+        second.release()
+    assert {p.name for p in Path(table.log_table).glob("*.parquet")} - files == written  # nothing more written
+    assert deltalake.DeltaTable(table.log_table).version() == 1
+    assert lakemerge.apply_table(table, spark=spark).version is None  # its files are applied
+
+
+def test_a_writer_committing_the_batch_number_between_write_and_commit_wins(
+    spark: Any, tmp_path: Path, calls: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process commits the same batch while this one has written its rows: Delta rejects this
+    commit; the batch plans again, finds its files applied, and the log holds the batch once."""
+    table = config(tmp_path, "t")
+    drop(tmp_path, table, 0, BATCHES[0])
+    lakemerge.apply_table(table, spark=spark)
+    drop(tmp_path, table, 1, BATCHES[1])
+    rival = lakemerge.batch.plan_batch(table, spark=spark)  # counted, committed through the DataFrame writer
+    assert isinstance(rival, lakemerge.batch.BatchPlan)
+    real = lakemerge.batch.with_outcomes
+    raced: list[int] = []
+
+    def racing(*args: Any, **kwargs: Any) -> lakemerge.BatchMetrics:
+        if not raced:
+            raced.append(lakemerge.batch.commit_batch(rival, spark=spark).version or -1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(lakemerge.batch, "with_outcomes", racing)
+    try:
+        result = lakemerge.apply_table(table, spark=spark)
+    finally:
+        rival.release()
+    assert raced == [1] and calls == [table.log_table] * 2  # the first batch, then this one's write
+    assert result.version is None and len(result.skipped_files) == 3
+    assert deltalake.DeltaTable(table.log_table).version() == 1
+    records = log_records(table.log_table)
+    assert len(records) == 2 and records[-1]["batch_id"] == rival.batch_id
+    assert {r["k"] for r in view(spark, table)} == {1, 3, 4, 5}
