@@ -15,14 +15,16 @@ from collections import defaultdict
 from typing import Any
 
 BASE = "lakemerge"
+#: ``log`` mode, the second yardstick: what the targets of issue 7 are met with.
+LOG = "lakemerge_log"
 
 
 def _median(times: list[float]) -> float:
     return statistics.median(times)
 
 
-def table(results: list[dict[str, Any]]) -> str:
-    """Markdown: one row per (sf, cell), median seconds per peer and its ratio to lakemerge."""
+def table(results: list[dict[str, Any]], base_peer: str = BASE) -> str:
+    """Markdown: one row per (sf, cell), median seconds per peer and its ratio to ``base_peer``."""
     cells: dict[tuple[float, str], dict[str, dict[str, Any]]] = defaultdict(dict)
     peers: list[str] = []
     for r in results:
@@ -32,7 +34,7 @@ def table(results: list[dict[str, Any]]) -> str:
     head = ["SF", "cell (layout:keys:batch %)", "batch rows", *peers, "checksums"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for (sf, cell), by_peer in cells.items():
-        base = by_peer.get(BASE)
+        base = by_peer.get(base_peer)
         base_s = _median(base["times"]) if base and base.get("status") == "ok" else None
         row = [f"{sf:g}", cell, str(next(iter(by_peer.values()))["batch_rows"][0])]
         sums = set()
@@ -43,7 +45,7 @@ def table(results: list[dict[str, Any]]) -> str:
                 continue
             s = _median(r["times"])
             sums.add(json.dumps(r["checksum"], sort_keys=True))
-            row.append(f"{s:.1f} s" if peer == BASE or base_s is None else f"{s:.1f} s ({s / base_s:.2f}×)")
+            row.append(f"{s:.1f} s" if peer == base_peer or base_s is None else f"{s:.1f} s ({s / base_s:.2f}×)")
         row.append("equal" if len(sums) == 1 else f"DIFFER ({len(sums)})")
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
@@ -99,6 +101,9 @@ def environment() -> str:
             versions.append(f"{name} {md.version(name)}")
         except md.PackageNotFoundError:
             versions.append(f"{name} missing")
+    from bench.peers import ICEBERG_PACKAGE
+
+    versions.append(f"Iceberg {ICEBERG_PACKAGE.rsplit(':', 1)[-1]} ({ICEBERG_PACKAGE.split(':')[1]})")
     load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
     return (
         f"{platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
@@ -126,6 +131,8 @@ def write(raws: list[str], out: str) -> None:
         table(results),
         "",
     ]
+    if any(r["peer"] == LOG for r in results):
+        text += [f"The same medians, each peer's ratio to `{LOG}`:", "", table(results, LOG), ""]
     skipped = {r["peer"]: r["reason"] for r in results if r.get("status") in ("skipped", "failed", "timeout")}
     for peer, reason in skipped.items():
         text.append(f"- {peer}: {reason}")

@@ -9,8 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 import lakemerge
-from lakemerge.batch import _Superseded, commit_batch, plan_batch
 from lakemerge.cli.app import app
+from lakemerge.commit import Superseded, commit_batch
+from lakemerge.plan import NothingPending, plan_batch
 from lakemerge.run import run_tables
 from tests.helpers import read_table, table_version, write_lines
 
@@ -112,11 +113,11 @@ def test_a_writer_that_loses_the_race_commits_nothing(spark: object, tmp_path: P
     drop(tmp_path, "f2.csv", ["1,p,2,U,b", "2,p,1,I,c"])
     first = plan_batch(t, spark=spark)
     second = plan_batch(t, spark=spark)  # a concurrent writer planned the same batch
-    assert not isinstance(first, lakemerge.batch.NothingPending)
-    assert not isinstance(second, lakemerge.batch.NothingPending)
+    assert not isinstance(first, NothingPending)
+    assert not isinstance(second, NothingPending)
     try:
         assert commit_batch(first, spark=spark).version == 1
-        with pytest.raises(_Superseded):
+        with pytest.raises(Superseded):
             commit_batch(second, spark=spark)
     finally:
         first.release()
@@ -265,7 +266,7 @@ def test_accounting_mismatch_aborts_before_commit(spark: object, tmp_path: Path)
     t = cfg(tmp_path)
     drop(tmp_path, "f1.csv", ["1,p,1,I,a", "1,p,2,U,b"])
     plan = plan_batch(t, spark=spark)
-    assert not isinstance(plan, lakemerge.batch.NothingPending)
+    assert not isinstance(plan, NothingPending)
     try:
         assert plan.metrics.rows_read == 2 and plan.metrics.superseded == 1
         plan.metrics = dataclasses.replace(plan.metrics, superseded=0)
@@ -277,7 +278,7 @@ def test_accounting_mismatch_aborts_before_commit(spark: object, tmp_path: Path)
 
 
 def test_negative_counts_are_an_accounting_error_even_when_the_sums_agree() -> None:
-    from lakemerge.batch import check_accounting
+    from lakemerge.commit import check_accounting
 
     balanced = lakemerge.BatchMetrics(rows_read=1, changes=2, inserted=2, superseded=-1)
     with pytest.raises(lakemerge.AccountingError, match="negative batch counts \\(superseded\\)"):
@@ -320,7 +321,7 @@ def test_gives_up_after_the_configured_attempts(spark: object, tmp_path: Path, m
 
     def always_loses(plan: object, *, spark: object) -> None:
         calls.append(plan)
-        raise _Superseded()
+        raise Superseded()
 
     monkeypatch.setattr(lakemerge.batch, "commit_batch", always_loses)
     monkeypatch.setattr(lakemerge.batch.time, "sleep", lambda seconds: None)

@@ -15,7 +15,8 @@ import deltalake
 import pytest
 
 import lakemerge
-import lakemerge.batch
+import lakemerge.commit
+import lakemerge.plan
 from lakemerge.table import transaction
 from tests.helpers import write_lines
 
@@ -127,18 +128,18 @@ def test_counts_that_do_not_add_up_commit_nothing(
     lakemerge.apply_table(table, spark=spark)
     drop(tmp_path, table, 1, BATCHES[1])
     before = deltalake.DeltaTable(table.log_table).version()
-    real = lakemerge.batch.with_outcomes
+    real = lakemerge.commit.with_outcomes
 
     def miscounted(*args: Any, **kwargs: Any) -> lakemerge.BatchMetrics:
         metrics = real(*args, **kwargs)
         return dataclasses.replace(metrics, late=metrics.late + 1)
 
-    monkeypatch.setattr(lakemerge.batch, "with_outcomes", miscounted)
+    monkeypatch.setattr(lakemerge.commit, "with_outcomes", miscounted)
     with pytest.raises(lakemerge.AccountingError):
         lakemerge.apply_table(table, spark=spark)
     assert len(calls) == 2  # the second batch wrote its rows, then did not commit them
     assert deltalake.DeltaTable(table.log_table).version() == before
-    monkeypatch.setattr(lakemerge.batch, "with_outcomes", real)
+    monkeypatch.setattr(lakemerge.commit, "with_outcomes", real)
     result = lakemerge.apply_table(table, spark=spark)
     assert result.version == before + 1 and len(result.files) == 2
     assert {r["k"] for r in view(spark, table)} == {1, 3, 4, 5}
@@ -149,15 +150,15 @@ def test_a_batch_number_taken_before_the_write_writes_nothing(spark: Any, tmp_pa
     drop(tmp_path, table, 0, BATCHES[0])
     lakemerge.apply_table(table, spark=spark)
     drop(tmp_path, table, 1, BATCHES[1])
-    first = lakemerge.batch.plan_batch(table, spark=spark, counted=False)
-    second = lakemerge.batch.plan_batch(table, spark=spark, counted=False)
-    assert isinstance(first, lakemerge.batch.BatchPlan) and isinstance(second, lakemerge.batch.BatchPlan)
+    first = lakemerge.plan.plan_batch(table, spark=spark, counted=False)
+    second = lakemerge.plan.plan_batch(table, spark=spark, counted=False)
+    assert isinstance(first, lakemerge.plan.BatchPlan) and isinstance(second, lakemerge.plan.BatchPlan)
     files = {p.name for p in Path(table.log_table).glob("*.parquet")}
     try:
-        assert lakemerge.batch.commit_batch(first, spark=spark).version == 1
+        assert lakemerge.commit.commit_batch(first, spark=spark).version == 1
         written = {p.name for p in Path(table.log_table).glob("*.parquet")} - files
-        with pytest.raises(lakemerge.batch._Superseded):
-            lakemerge.batch.commit_batch(second, spark=spark)
+        with pytest.raises(lakemerge.commit.Superseded):
+            lakemerge.commit.commit_batch(second, spark=spark)
     finally:
         first.release()
         second.release()
@@ -175,17 +176,17 @@ def test_a_writer_committing_the_batch_number_between_write_and_commit_wins(
     drop(tmp_path, table, 0, BATCHES[0])
     lakemerge.apply_table(table, spark=spark)
     drop(tmp_path, table, 1, BATCHES[1])
-    rival = lakemerge.batch.plan_batch(table, spark=spark)  # counted, committed through the DataFrame writer
-    assert isinstance(rival, lakemerge.batch.BatchPlan)
-    real = lakemerge.batch.with_outcomes
+    rival = lakemerge.plan.plan_batch(table, spark=spark)  # counted, committed through the DataFrame writer
+    assert isinstance(rival, lakemerge.plan.BatchPlan)
+    real = lakemerge.commit.with_outcomes
     raced: list[int] = []
 
     def racing(*args: Any, **kwargs: Any) -> lakemerge.BatchMetrics:
         if not raced:
-            raced.append(lakemerge.batch.commit_batch(rival, spark=spark).version or -1)
+            raced.append(lakemerge.commit.commit_batch(rival, spark=spark).version or -1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(lakemerge.batch, "with_outcomes", racing)
+    monkeypatch.setattr(lakemerge.commit, "with_outcomes", racing)
     try:
         result = lakemerge.apply_table(table, spark=spark)
     finally:

@@ -132,9 +132,9 @@ def test_large_log_batches_rank_the_whole_view_and_match_copy_on_write(
     """A small batch classifies against (and folds partial updates with) only its keys' rows of the
     merged view (every other test here); a large one against the whole view: made large here by
     lowering the bound to 0. It gives copy-on-write's table too."""
-    from lakemerge import batch as batch_module
+    from lakemerge import plan as plan_module
 
-    monkeypatch.setattr(batch_module, "BROADCAST_ROWS", 0)
+    monkeypatch.setattr(plan_module, "BROADCAST_ROWS", 0)
     cow, log = config(tmp_path, "cow"), config(tmp_path, "log", write_mode="log")
     batches = [
         [[{"k": k, "seq": 2, "op": "U", "a": "p", "b": "q"} for k in range(4)]],

@@ -15,6 +15,7 @@ import pytest
 
 import lakemerge
 from lakemerge import batch as batch_module
+from lakemerge import plan as plan_module
 from lakemerge.apply import prune as prune_module
 from lakemerge.apply.prune import KeyRanges, key_ranges, skipped_share
 from lakemerge.table import delta as delta_module
@@ -141,7 +142,7 @@ def test_files_outside_the_batch_key_ranges_are_never_read(spark: Any, tmp_path:
 def test_pruned_batches_equal_the_oracle(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Pruned batches give the oracle's table. The classification join is the shuffled one here
     (the bound lowered to 0); the broadcast one, used for small batches, is in every other test."""
-    monkeypatch.setattr(batch_module, "BROADCAST_ROWS", 0)
+    monkeypatch.setattr(plan_module, "BROADCAST_ROWS", 0)
     rng = random.Random(1)
     table = _table(tmp_path)
     state = _clustered(spark, table, keys=300, files=6)

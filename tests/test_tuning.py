@@ -14,6 +14,8 @@ import pytest
 
 import lakemerge
 from lakemerge import batch as batch_module
+from lakemerge import commit as commit_module
+from lakemerge import plan as plan_module
 from lakemerge.apply import log as log_module
 from lakemerge.spark import tuning
 from lakemerge.spark.scoped import scoped_conf as scoped
@@ -85,12 +87,12 @@ def test_a_small_batch_is_classified_and_logged_with_its_own_settings_and_the_se
     table = _table(tmp_path)
     _apply(spark, table, tmp_path / "1", ["1,1,U,a", "2,1,U,b", "3,1,U,c"])
     before = _settings(spark)
-    classify = _Spy(spark, batch_module.classify)
+    classify = _Spy(spark, plan_module.classify)
     append = _Spy(spark, log_module.append)
-    monkeypatch.setattr(batch_module, "classify", classify)
+    monkeypatch.setattr(plan_module, "classify", classify)
     monkeypatch.setattr(log_module, "append", append)
-    plan = batch_module.plan_batch(table, spark=spark, inputs=[str(_lines(tmp_path / "2", ["1,2,U,x", "3,2,D,"]))])
-    assert isinstance(plan, batch_module.BatchPlan)
+    plan = plan_module.plan_batch(table, spark=spark, inputs=[str(_lines(tmp_path / "2", ["1,2,U,x", "3,2,D,"]))])
+    assert isinstance(plan, plan_module.BatchPlan)
     try:
         cores = spark.sparkContext.defaultParallelism
         expected = {ADAPTIVE: "false", PARTITIONS: str(tuning.shuffle_partitions(2, cores))}
@@ -99,7 +101,7 @@ def test_a_small_batch_is_classified_and_logged_with_its_own_settings_and_the_se
         # The classification was planned with them: its cached rows are in that many partitions.
         assert plan.classified.rdd.getNumPartitions() == int(expected[PARTITIONS])
         assert _settings(spark) == before
-        result = batch_module.commit_batch(plan, spark=spark)
+        result = commit_module.commit_batch(plan, spark=spark)
     finally:
         plan.release()
     assert append.seen == [("false", expected[PARTITIONS])]
@@ -122,15 +124,15 @@ def test_a_large_batch_or_a_session_that_says_no_keeps_the_session_settings(
     table = _table(tmp_path, write_mode="copy_on_write")
     _apply(spark, table, tmp_path / "1", ["1,1,U,a", "2,1,U,b"])
     if why == "large":
-        monkeypatch.setattr(batch_module, "BROADCAST_ROWS", 0)
+        monkeypatch.setattr(plan_module, "BROADCAST_ROWS", 0)
     else:
         spark.conf.set(tuning.SWITCH, "false")
-    classify = _Spy(spark, batch_module.classify)
-    merge = _Spy(spark, batch_module.write_changes)
-    find = _Spy(spark, batch_module.delta.find_commit)
-    monkeypatch.setattr(batch_module, "classify", classify)
-    monkeypatch.setattr(batch_module, "write_changes", merge)
-    monkeypatch.setattr(batch_module.delta, "find_commit", find)
+    classify = _Spy(spark, plan_module.classify)
+    merge = _Spy(spark, commit_module.write_changes)
+    find = _Spy(spark, commit_module.delta.find_commit)
+    monkeypatch.setattr(plan_module, "classify", classify)
+    monkeypatch.setattr(commit_module, "write_changes", merge)
+    monkeypatch.setattr(commit_module.delta, "find_commit", find)
     before = _settings(spark)
     try:
         result = _apply(spark, table, tmp_path / "2", ["1,2,U,x", "2,2,D,", "5,1,U,e"])
@@ -156,7 +158,7 @@ def test_a_batch_that_fails_while_tuned_leaves_the_session_settings_and_the_tabl
         seen.append(_settings(spark))
         raise RuntimeError("classification failed")
 
-    monkeypatch.setattr(batch_module, "classify", failing)
+    monkeypatch.setattr(plan_module, "classify", failing)
     with pytest.raises(RuntimeError, match="classification failed"):
         _apply(spark, table, tmp_path / "2", ["1,2,U,x"])
     assert seen and seen[0][0] == "false"
@@ -170,11 +172,11 @@ def test_a_small_batch_runs_whole_without_adaptive_execution_but_the_merge_and_c
     table = _table(tmp_path, write_mode="copy_on_write").model_copy(update={"compact_after_batches": 2})
     _apply(spark, table, tmp_path / "1", ["1,1,U,a", "2,1,U,b", "3,1,U,c"])
     before = _settings(spark)
-    merge = _Spy(spark, batch_module.write_changes)
-    find = _Spy(spark, batch_module.delta.find_commit)
+    merge = _Spy(spark, commit_module.write_changes)
+    find = _Spy(spark, commit_module.delta.find_commit)
     compact = _Spy(spark, batch_module.maintenance.compact)
-    monkeypatch.setattr(batch_module, "write_changes", merge)
-    monkeypatch.setattr(batch_module.delta, "find_commit", find)
+    monkeypatch.setattr(commit_module, "write_changes", merge)
+    monkeypatch.setattr(commit_module.delta, "find_commit", find)
     monkeypatch.setattr(batch_module.maintenance, "compact", compact)
     result = _apply(spark, table, tmp_path / "2", ["1,2,U,x", "3,2,D,", "4,1,U,d"])
     # The MERGE reads the whole table: the session's settings, not the batch's.
@@ -199,7 +201,7 @@ def test_a_batch_that_reaches_the_whole_table_is_planned_with_the_session_settin
         table = table.model_copy(update={"history": "scd2"})
     _apply(spark, table, tmp_path / "1", ["1,1,U,a", "2,1,U,b"])
     # (an SCD2 table's batch is planned by scd2.build, not classify)
-    owner, name = (batch_module, "classify") if why == "truncate" else (batch_module.scd2, "build")
+    owner, name = (plan_module, "classify") if why == "truncate" else (plan_module.scd2, "build")
     planned = _Spy(spark, getattr(owner, name))
     monkeypatch.setattr(owner, name, planned)
     before = _settings(spark)

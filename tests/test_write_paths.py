@@ -147,14 +147,15 @@ def test_the_batch_s_own_writes_leave_its_cached_classification_in_place(
     """A batch writes to paths its classification read: its tombstones, its log, its table. Spark
     drops (and plans again, or recomputes) every cached plan over a path that is written, so the
     classification must read fixed versions, or each write would redo it."""
-    from lakemerge import batch
+    from lakemerge import commit as commit_module
+    from lakemerge import plan as plan_module
 
     table = _table(tmp_path, write_mode=write_mode)
     _batch(spark, table, tmp_path / "1", ["1,1,U,a", "2,1,U,b", "3,1,U,c"])
     _batch(spark, table, tmp_path / "2", ["1,2,D,"])
     write_lines(tmp_path / "3" / "f.csv", [HEADER, *lines])
-    plan = batch.plan_batch(table, spark=spark, inputs=[str(tmp_path / "3")])
-    assert isinstance(plan, batch.BatchPlan)
+    plan = plan_module.plan_batch(table, spark=spark, inputs=[str(tmp_path / "3")])
+    assert isinstance(plan, plan_module.BatchPlan)
     try:
         assert _loaded(plan.classified)
         # Each stored side is reduced to the batch's keys by one broadcast semi-join (each a Spark
@@ -165,7 +166,7 @@ def test_the_batch_s_own_writes_leave_its_cached_classification_in_place(
         planned = cached.split("== Initial Plan ==")[-1]  # the final plan drops what ran empty
         assert planned.count("LeftSemi") == (1 if write_mode == "log" else 2), planned
         assert planned.count("FileScan parquet") == (1 if write_mode == "log" else 2), planned
-        batch.commit_batch(plan, spark=spark)
+        commit_module.commit_batch(plan, spark=spark)
         assert _loaded(plan.classified), "classification dropped from the cache by the batch's own writes"
     finally:
         plan.release()

@@ -34,32 +34,11 @@ LOG_OP, LOG_BATCH = C.OP, "_lm_batch"
 _RANK = "_lm_rank"
 
 
-def append(
-    spark: SparkSession,
-    table: TableConfig,
-    classified: DataFrame,
-    *,
-    data_columns: Sequence[str],
-    partial: Sequence[str],
-    txn_version: int,
-    writes: int,
-    small: bool = False,
-    stored_columns: Sequence[str] = (),
-) -> None:
-    """Append the batch's :func:`log_rows` to the log in one commit (an empty append when it writes
-    nothing, so that the batch's record exists). Call inside :func:`delta.commit_record`."""
-    frame = log_rows(
-        spark,
-        table,
-        classified,
-        data_columns=data_columns,
-        partial=partial,
-        txn_version=txn_version,
-        writes=writes,
-        small=small,
-        stored_columns=stored_columns,
-    )
-    frame.write.format("delta").mode("append").option("mergeSchema", "true").save(table.log_table)
+def append(table: TableConfig, rows: DataFrame) -> None:
+    """Append a batch's :func:`log_rows` to the log in one commit through the DataFrame writer (an
+    empty append when it writes nothing, so that the batch's record exists). Call inside
+    :func:`delta.commit_record`."""
+    rows.write.format("delta").mode("append").option("mergeSchema", "true").save(table.log_table)
 
 
 def log_rows(

@@ -11,9 +11,9 @@ no commit refers to, which Delta's VACUUM removes.
 
 The transaction is driven through Delta's JVM classes as delta-spark 4.4 has them (``DeltaLog``,
 ``WriteIntoDelta``, ``DeltaOperations.Write``): the same command the DataFrame writer runs, split at
-the point between its write and its commit. :func:`supported` checks once per JVM that they are
-there with those shapes (and that ``spark.lakemerge.observedAppend`` is not ``false``); callers use
-the DataFrame writer when they are not.
+the point between its write and its commit. :func:`supported` checks once per Spark application that
+they are there with those shapes (and that ``spark.lakemerge.observedAppend`` is not ``false``);
+callers use the DataFrame writer when they are not.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ OBSERVATION_TIMEOUT_S = 120.0
 
 _WRITE = "org.apache.spark.sql.delta.commands.WriteIntoDelta"
 _OPERATION = "org.apache.spark.sql.delta.DeltaOperations$Write"
-_checked: dict[int, bool] = {}
+_checked: dict[str, bool] = {}
 
 
 def supported(spark: SparkSession) -> bool:
@@ -47,7 +47,7 @@ def supported(spark: SparkSession) -> bool:
     if (spark.conf.get(ENABLED_CONF, "true") or "true").strip().lower() == "false":
         return False
     jvm: Any = spark.sparkContext._jvm
-    key = id(spark.sparkContext)
+    key = str(spark.sparkContext.applicationId)
     if key not in _checked:
         _checked[key] = _shapes_match(jvm)
     return _checked[key]
