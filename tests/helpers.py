@@ -29,3 +29,20 @@ def table_version(path: str | Path) -> int:
 
 def table_columns(path: str | Path) -> list[str]:
     return [f.name for f in deltalake.DeltaTable(str(path)).schema().fields]
+
+
+def read_log_view(table: str | Path, log: str | Path, key: str, columns: Sequence[str]) -> list[dict[str, Any]]:
+    """What a ``log`` table's merged view holds, from delta-rs reads of the table and its change log
+    (docs/modes.md): per key, the row of the greatest batch (the table's rows are batch 0), kept
+    when it is an upsert (``_lm_op`` ``U``)."""
+    newest: dict[Any, tuple[int, str, dict[str, Any]]] = {}
+    sides = [(table, False), (log, True)]
+    for path, logged in sides:
+        if not (Path(path) / "_delta_log").exists():
+            continue
+        for row in deltalake.DeltaTable(str(path)).to_pyarrow_table().to_pylist():
+            batch, op = (int(row["_lm_batch"]), str(row["_lm_op"])) if logged else (0, "U")
+            if row[key] not in newest or batch > newest[row[key]][0]:
+                newest[row[key]] = (batch, op, row)
+    rows = [{c: row.get(c) for c in columns} for _, op, row in newest.values() if op == "U"]
+    return sorted(rows, key=lambda r: [(v is None, str(v)) for v in r.values()])

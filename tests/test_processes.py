@@ -21,17 +21,18 @@ import pytest
 
 import lakemerge
 from lakemerge.run import run_tables
-from tests.helpers import read_table, write_lines
+from tests.helpers import read_log_view, read_table, write_lines
 
 KEYS = 20
 SCHEMA = "id INT, seq BIGINT, op STRING, v STRING"
 
 
-def pipeline(tmp_path: Path, *, max_files: int) -> Path:
+def pipeline(tmp_path: Path, *, max_files: int, write_mode: str = "copy_on_write") -> Path:
     path = tmp_path / "pipeline.toml"
     path.write_text(
         f'[spark]\nmaster = "local[1]"\nconf = {{ "spark.sql.shuffle.partitions" = "1" }}\n'
         f'[tables.t]\npath = "table"\nkey = "id"\nsequence = "seq"\nmax_files_per_batch = {max_files}\n'
+        f'write_mode = "{write_mode}"\n'
         f'[tables.t.feed]\nlocation = "landing"\nformat = "csv"\nheader = true\nschema = "{SCHEMA}"\n'
         'op_column = "op"\n'
     )
@@ -69,13 +70,15 @@ def assert_each_file_applied_once(table: str, files: int) -> None:
     assert seen == {f"f{i:03d}.csv": 1 for i in range(files)}
 
 
-def crash_and_recover(spark: object, tmp_path: Path, rng: random.Random) -> str:
+def crash_and_recover(spark: object, tmp_path: Path, rng: random.Random, write_mode: str = "copy_on_write") -> str:
+    """Kill ``lakemerge run`` at a random moment, rerun it, and compare with the oracle; a ``log``
+    table is read through its merged view, computed from delta-rs reads of table and log."""
     files = 6
     (tmp_path / "landing").mkdir(parents=True)
     for i in range(files):
         feed_file(tmp_path, i)
     proc = subprocess.Popen(
-        [*lakemerge_command(), "run", str(pipeline(tmp_path, max_files=2))],
+        [*lakemerge_command(), "run", str(pipeline(tmp_path, max_files=2, write_mode=write_mode))],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         cwd=tmp_path,
@@ -90,26 +93,32 @@ def crash_and_recover(spark: object, tmp_path: Path, rng: random.Random) -> str:
         outcome = f"killed after {delay:.1f} s"
     table = lakemerge.load_pipeline(tmp_path / "pipeline.toml").table("t")
     run_tables([table], spark=spark)  # the rerun
-    got = sorted(read_table(table.path, ["id", "seq", "v"]), key=lambda r: r["id"])  # type: ignore[arg-type, return-value]
+    columns = ["id", "seq", "v"]
+    read = (
+        read_log_view(table.path, table.log_table, "id", columns) if table.log_mode else read_table(table.path, columns)
+    )
+    got = sorted(read, key=lambda r: r["id"])  # type: ignore[arg-type, return-value]
     assert got == oracle(tmp_path, files), outcome
-    assert_each_file_applied_once(table.path, files)
-    return outcome
+    assert_each_file_applied_once(table.log_table if table.log_mode else table.path, files)
+    return f"{write_mode}: {outcome}"
 
 
-def test_sigkill_at_random_moments_then_rerun(spark: object, tmp_path: Path) -> None:
+@pytest.mark.parametrize("write_mode", ["copy_on_write", "log"])
+def test_sigkill_at_random_moments_then_rerun(spark: object, tmp_path: Path, write_mode: str) -> None:
     rng = random.Random(int(os.environ.get("LAKEMERGE_FAULT_SEED", "7")))
-    crash_and_recover(spark, tmp_path / "0", rng)  # more rounds: pytest -m fault
+    crash_and_recover(spark, tmp_path / "0", rng, write_mode)  # more rounds: pytest -m fault
 
 
 @pytest.mark.fault
 def test_sigkill_long_run(spark: object, tmp_path: Path) -> None:
-    """``pytest -m fault``: LAKEMERGE_FAULT_ITERATIONS (default 100) kills, each followed by a rerun."""
+    """``pytest -m fault``: LAKEMERGE_FAULT_ITERATIONS (default 100) kills, each followed by a rerun,
+    copy-on-write and ``log`` tables in turn."""
     rng = random.Random(int(os.environ.get("LAKEMERGE_FAULT_SEED", "1")))
     outcomes = [
-        crash_and_recover(spark, tmp_path / str(n), rng)
+        crash_and_recover(spark, tmp_path / str(n), rng, ("copy_on_write", "log")[n % 2])
         for n in range(int(os.environ.get("LAKEMERGE_FAULT_ITERATIONS", "100")))
     ]
-    killed = sum(1 for o in outcomes if o.startswith("killed"))
+    killed = sum(1 for o in outcomes if "killed" in o)
     print(f"\n{len(outcomes)} iterations, {killed} killed mid-run, all recovered to the oracle's table")
 
 
