@@ -1,5 +1,5 @@
 """Which driver calls a lakemerge batch waits on:
-``python -m bench.calls [LAYOUT] [BATCHES] [MODE] [CODEGEN_CACHE] [COUNT]``.
+``python -m bench.calls [LAYOUT] [BATCHES] [MODE] [CODEGEN_CACHE] [COUNT] [SF]``.
 
 Creates the harness's table (``LAYOUT``: clustered, random or date) from ``/tmp/lakemerge-bench/sf1``
 (run ``python -m bench`` once to generate it), applies the ``COUNT`` (default 3) batches named
@@ -8,7 +8,8 @@ Creates the harness's table (``LAYOUT``: clustered, random or date) from ``/tmp/
 over 50 ms (Spark jobs, Delta commits, snapshot updates) with the lakemerge lines that made it, and
 how many classes Spark compiled for generated code during the batch. The sum is nearly the whole
 batch: what is left is Python. ``CODEGEN_CACHE`` sets ``spark.sql.codegen.cache.maxEntries``
-(lakemerge's sessions: 1000; Spark's default: 100).
+(lakemerge's sessions: 1000; Spark's default: 100). ``SF`` (default 1) picks the harness's data of that scale
+factor (``/tmp/lakemerge-bench/sfSF``).
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ THRESHOLD_S = 0.05
 
 
 def main(argv: list[str]) -> int:
-    defaults = ["clustered", "uniform-0.1", "copy_on_write", "", "3"]
-    layout, kind, mode, cache, count = (argv + defaults[len(argv) :])[:5]
+    defaults = ["clustered", "uniform-0.1", "copy_on_write", "", "3", "1"]
+    layout, kind, mode, cache, count, sf = (argv + defaults[len(argv) :])[:6]
     import py4j.java_gateway as gateway
 
     from bench import peers
@@ -45,7 +46,7 @@ def main(argv: list[str]) -> int:
                 calls.append((took, self.name, where))
 
     gateway.JavaMember.__call__ = timed  # type: ignore[method-assign]
-    root = "/tmp/lakemerge-bench/sf1"
+    root = f"/tmp/lakemerge-bench/sf{float(sf):g}"
     batches = [f"{root}/batch-{kind}-{n}.parquet" for n in range(1, int(count) + 1)]
     spark = peers.session(extra={"spark.sql.codegen.cache.maxEntries": cache} if cache else None)
     jvm = spark.sparkContext._jvm

@@ -1,8 +1,8 @@
 """The Spark jobs of a warm lakemerge batch, from Spark's status store:
-``python -m bench.jobs [MODE] [COUNT] [BATCHES] [LAYOUT]``.
+``python -m bench.jobs [MODE] [COUNT] [BATCHES] [LAYOUT] [SF]``.
 
 Creates the harness's table (``LAYOUT``: clustered, random or date; default clustered) from
-``/tmp/lakemerge-bench/sf1`` (run ``python -m bench`` once to generate it), applies ``COUNT``
+``/tmp/lakemerge-bench/sfSF`` (``SF`` default 1; run ``python -m bench`` once to generate it), applies ``COUNT``
 (default 8) batches named ``BATCHES`` (default ``uniform-0.1``) in ``MODE`` (default ``log``), and
 prints each batch's time (and the driver JVM's time compiling and collecting garbage during it)
 and, for the last one, every Spark job it ran: when it started after the
@@ -18,11 +18,11 @@ from collections.abc import Callable
 
 
 def main(argv: list[str]) -> int:
-    defaults = ["log", "8", "uniform-0.1", "clustered"]
-    mode, count, kind, layout = (argv + defaults[len(argv) :])[:4]
+    defaults = ["log", "8", "uniform-0.1", "clustered", "1"]
+    mode, count, kind, layout, sf = (argv + defaults[len(argv) :])[:5]
     from bench import peers
 
-    root = "/tmp/lakemerge-bench/sf1"
+    root = f"/tmp/lakemerge-bench/sf{float(sf):g}"
     batches = [f"{root}/batch-{kind}-{n}.parquet" for n in range(1, int(count) + 1)]
     spark = peers.session()
     path = "/tmp/lakemerge-bench/jobs-table"
