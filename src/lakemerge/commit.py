@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from lakemerge.apply import Outcome, log, scd2, write_changes
 from lakemerge.errors import AccountingError
 from lakemerge.feeds import columns as C
-from lakemerge.plan import BatchPlan, with_outcomes
+from lakemerge.plan import BatchPlan, remembered, with_outcomes
 from lakemerge.results import BatchMetrics, BatchResult
 from lakemerge.spark.errors import translate
 from lakemerge.spark.scoped import scoped_conf
@@ -118,7 +118,7 @@ def _append_counting(spark: SparkSession, plan: BatchPlan, record: dict[str, Any
     rows = _log_rows(spark, plan, observed, writes=bound)
     found: list[BatchMetrics] = []
 
-    def completed() -> dict[str, Any]:
+    def completed() -> str:
         counts = counted()
         by_op = [(outcome, op, counts[f"{outcome}_{op}"]) for outcome, op in pairs]
         if sum(n for _, _, n in by_op) != counts["all"]:
@@ -129,7 +129,7 @@ def _append_counting(spark: SparkSession, plan: BatchPlan, record: dict[str, Any
         metrics = with_outcomes(m, by_op, table=table, truncating=False)
         check_accounting(metrics)
         found.append(metrics)
-        return {"lakemerge": delta.RECORD_VERSION, **record, "metrics": asdict(metrics)}
+        return delta.record_metadata({**record, "metrics": asdict(metrics)})
 
     with _translated(), scoped_conf(spark, plan.settings or plan.own_settings):
         version = transaction.append_with_record(
@@ -183,8 +183,7 @@ def _write_tombstones(spark: SparkSession, plan: BatchPlan) -> None:
     commit exists): its deletes that were not late, and its truncate."""
     table = plan.table
     types = {f.name: f.dataType.simpleString() for f in plan.classified.schema.fields}
-    remembered = [Outcome.DELETE.value, Outcome.ABSENT.value] + ([Outcome.LATE.value] if table.scd2 else [])
-    deletes = tombstones.deletes_of(plan.classified, table, remembered)
+    deletes = tombstones.deletes_of(plan.classified, table, remembered(table))
     tombstones.append(
         spark,
         table,

@@ -400,8 +400,8 @@ def with_outcomes(
     counts: dict[str, int] = {}
     for outcome, _, n in by_op:
         counts[outcome] = counts.get(outcome, 0) + n
-    remembered = [Outcome.DELETE.value, Outcome.ABSENT.value] + ([Outcome.LATE.value] if table.scd2 else [])
-    graves = sum(n for outcome, op, n in by_op if op == "D" and outcome in remembered)
+    kept = remembered(table)
+    graves = sum(n for outcome, op, n in by_op if op == "D" and outcome in kept)
     collapsed = sum(counts.values())
     return replace(
         read,
@@ -415,6 +415,12 @@ def with_outcomes(
         unchanged=counts.get(Outcome.UNCHANGED, 0),
         tombstones_written=graves + (1 if truncating else 0) if table.tombstones else 0,
     )
+
+
+def remembered(table: TableConfig) -> list[str]:
+    """The outcomes of a delete that leave a tombstone: applied, of an absent key, and (SCD2, where
+    a late delete is placed in history) late."""
+    return [Outcome.DELETE.value, Outcome.ABSENT.value] + ([Outcome.LATE.value] if table.scd2 else [])
 
 
 def _outcome_counts(classified: DataFrame, source: DataFrame | None) -> tuple[list[tuple[str, str, int]], int | None]:

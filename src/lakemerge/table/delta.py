@@ -311,11 +311,16 @@ def commit_record(
 ) -> Iterator[None]:
     """Attach ``record`` to the Delta commit made inside the block, as userMetadata, and (unless
     ``txn_version`` is None) make the commit idempotent under lakemerge's transaction identifier."""
-    settings = {_USER_METADATA: json.dumps({"lakemerge": RECORD_VERSION, **record}, separators=(",", ":"))}
+    settings = {_USER_METADATA: record_metadata(record)}
     if txn_version is not None:
         settings.update({_TXN_APP_ID: app_id, _TXN_VERSION: str(txn_version)})
     with scoped_conf(spark, settings):
         yield
+
+
+def record_metadata(record: dict[str, Any]) -> str:
+    """``record`` as a commit's userMetadata (the JSON that :func:`parse_record` reads back)."""
+    return json.dumps({"lakemerge": RECORD_VERSION, **record}, separators=(",", ":"))
 
 
 def txn_version(spark: SparkSession, path: str, app_id: str = TXN_APP_ID) -> int:

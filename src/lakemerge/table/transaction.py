@@ -18,7 +18,6 @@ callers use the DataFrame writer when they are not.
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -96,12 +95,12 @@ def append_with_record(
     path: str,
     rows: DataFrame,
     *,
-    record: Callable[[], dict[str, Any]],
+    record: Callable[[], str],
     app_id: str,
     txn_version: int,
 ) -> int | None:
     """Append ``rows`` to the Delta table at ``path`` (created when missing, new columns added) and
-    commit them with ``record()`` as the commit's userMetadata, under the transaction identifier
+    commit them with ``record()`` (a string) as the commit's userMetadata, under the transaction identifier
     ``app_id`` / ``txn_version``; the version committed.
 
     ``record`` is called after the rows are written, before the commit: the counts it reads from an
@@ -126,7 +125,7 @@ def append_with_record(
         log, append, options, _scala_seq(jvm, []), _scala_map(jvm, {}), rows._jdf, none, none, False
     )
     written = command.writeAndReturnCommitData(txn, session, none, False)
-    metadata = json.dumps(record(), separators=(",", ":"))
+    metadata = record()
     some = jvm.scala.Option.apply
     operation = delta.DeltaOperations.Write(append, none, none, some(metadata), none, none, some(True), none, none)
     committed = txn.commitIfNeeded(written.actions(), operation, written.stringTags())
