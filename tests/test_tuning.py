@@ -81,11 +81,16 @@ def test_scoped_settings_are_put_back_set_or_unset_even_when_the_block_fails(spa
         spark.conf.unset(key)
 
 
+@pytest.mark.parametrize("size", ["broadcast", "keys broadcast"])
 def test_a_small_batch_is_classified_and_logged_with_its_own_settings_and_the_session_keeps_its_own(
-    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: str
 ) -> None:
+    """A log batch whose keys can be broadcast reads only its keys' rows of the merged view, also
+    when it is too large for its stored rows to be broadcast (the bound lowered to 0): it is tuned."""
     table = _table(tmp_path)
     _apply(spark, table, tmp_path / "1", ["1,1,U,a", "2,1,U,b", "3,1,U,c"])
+    if size == "keys broadcast":
+        monkeypatch.setattr(plan_module, "BROADCAST_ROWS", 0)
     before = _settings(spark)
     classify = _Spy(spark, plan_module.classify)
     append = _Spy(spark, log_module.append)
@@ -93,6 +98,7 @@ def test_a_small_batch_is_classified_and_logged_with_its_own_settings_and_the_se
     monkeypatch.setattr(log_module, "append", append)
     plan = plan_module.plan_batch(table, spark=spark, inputs=[str(_lines(tmp_path / "2", ["1,2,U,x", "3,2,D,"]))])
     assert isinstance(plan, plan_module.BatchPlan)
+    assert (plan.small, plan.keyed) == (size == "broadcast", True)
     try:
         cores = spark.sparkContext.defaultParallelism
         expected = {ADAPTIVE: "false", PARTITIONS: str(tuning.shuffle_partitions(2, cores))}
@@ -144,6 +150,24 @@ def test_a_large_batch_or_a_session_that_says_no_keeps_the_session_settings(
     assert (result.metrics.inserted, result.metrics.updated, result.metrics.deleted) == (1, 1, 1)
     rows = read_table(table.path)
     assert sorted((r["id"], r["a"]) for r in rows) == [(1, "x"), (5, "e")]
+
+
+def test_a_log_batch_whose_keys_are_too_many_to_broadcast_keeps_the_session_settings(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = _table(tmp_path)
+    _apply(spark, table, tmp_path / "1", ["1,1,U,a", "2,1,U,b"])
+    monkeypatch.setattr(plan_module, "BROADCAST_ROWS", 0)
+    monkeypatch.setattr(plan_module, "KEY_BROADCAST_ROWS", 0)
+    classify = _Spy(spark, plan_module.classify)
+    monkeypatch.setattr(plan_module, "classify", classify)
+    before = _settings(spark)
+    result = _apply(spark, table, tmp_path / "2", ["1,2,U,x", "2,2,D,", "5,1,U,e"])
+    assert classify.seen == [before]
+    assert (result.metrics.inserted, result.metrics.updated, result.metrics.deleted) == (1, 1, 1)
+    merged = lakemerge.read_merged(spark, table)
+    assert merged is not None
+    assert sorted((r["id"], r["a"]) for r in merged.collect()) == [(1, "x"), (5, "e")]
 
 
 def test_a_batch_that_fails_while_tuned_leaves_the_session_settings_and_the_table_as_they_were(

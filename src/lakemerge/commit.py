@@ -150,7 +150,7 @@ def _log_rows(spark: SparkSession, plan: BatchPlan, classified: DataFrame, *, wr
         partial=plan.partial,
         txn_version=plan.txn_version,
         writes=writes,
-        small=plan.small,
+        keyed=plan.keyed,
         stored_columns=plan.stored_columns,
     )
 

@@ -37,6 +37,13 @@ if TYPE_CHECKING:
 #: hash into tens of MB at most), so that the table is read once and never shuffled.
 BROADCAST_ROWS = 1_000_000
 
+#: A ``log`` table's merged view is reduced to the keys of a batch of at most this many change
+#: rows before it is ranked, by a broadcast semi-join on the batch's keys alone (the batch's own
+#: rows, never the table's: a few tens of MB): ranking the whole view shuffles and sorts every
+#: stored key (bench/RESULTS.md, SF10 with 1.5 M changes). Above :data:`BROADCAST_ROWS` the stored
+#: rows so found are joined to the batch by a shuffle, not broadcast.
+KEY_BROADCAST_ROWS = 4_000_000
+
 
 @dataclass
 class BatchPlan:
@@ -65,6 +72,8 @@ class BatchPlan:
     writes: int | None = None
     ranges: KeyRanges | None = None
     small: bool = False
+    #: The batch's keys can be broadcast (:data:`KEY_BROADCAST_ROWS`).
+    keyed: bool = False
     stored_columns: tuple[str, ...] = ()
     #: Spark settings the batch was planned with and is written with (:mod:`lakemerge.spark.tuning`).
     settings: dict[str, str | None] = field(default_factory=dict)
@@ -225,8 +234,10 @@ def plan_batch(
             raise (translate(exc, reading=True) or exc) from exc
         rows_read, rows_bad, ignored = int(stats["_lm_rows"]), int(stats["_lm_bad"]), int(stats["_lm_n"] or 0)
         # A batch that may reach the whole table (large, with history, or with snapshots, whose
-        # absent keys come from the table) is planned with the session's own settings.
-        tune = rows_read <= BROADCAST_ROWS and not table.scd2 and not selection.snapshots
+        # absent keys come from the table) is planned with the session's own settings. A log
+        # table's batch whose keys are broadcast reads only its keys' rows of the merged view.
+        bound = KEY_BROADCAST_ROWS if table.log_mode else BROADCAST_ROWS
+        tune = rows_read <= bound and not table.scd2 and not selection.snapshots
         if not tune:
             tuned.enter_context(scoped_conf(spark, own))
         if table.too_many_bad(rows_bad, rows_read):
@@ -286,6 +297,7 @@ def plan_batch(
             valid = valid.unionByName(absent, allowMissingColumns=True)
         tombs = tombstones.read(spark, table, selection.ledger.batch_ids)
         small = rows_read + snapshot_absent <= BROADCAST_ROWS
+        keyed = rows_read + snapshot_absent <= KEY_BROADCAST_ROWS
         if tune and truncate.before is None:
             # Only the batch's rows are shuffled from here on (the table is reduced to its keys).
             settings = tuning.small_batch_settings(spark, rows_read)
@@ -311,7 +323,7 @@ def plan_batch(
             if not whole and truncate.before is None:
                 ranges = query.ranges(stats) if query is not None else key_ranges(valid, table.key)
                 ranges = _paying(spark, list(sides) or [table.path], ranges)
-            of_keys = table.log_mode and stored is not None and small and not selection.snapshots
+            of_keys = table.log_mode and stored is not None and keyed and not selection.snapshots
             candidates = stored
             if of_keys:
                 # Only the batch's keys of the merged view, deletes too: never rank the whole table
@@ -385,6 +397,7 @@ def plan_batch(
         writes=writes,
         ranges=ranges,
         small=small,
+        keyed=keyed,
         stored_columns=tuple(stored.columns) if stored is not None else (),
         settings=settings,
         own_settings=own,

@@ -84,9 +84,10 @@ def classify(
         keys: with ``broadcast``, a frame holding the same keys as ``changes`` that is cheaper to
             compute (the batch before it was collapsed: duplicates do no harm to a semi-join, and
             the collapse's shuffle is not run once more for the keys alone).
-        table_of_keys: with ``broadcast``, ``table`` holds only the batch's keys already (a log
-            table's merged view reduced to them): it is broadcast as it is, without one more
-            semi-join (each is a broadcast job of its own).
+        table_of_keys: ``table`` holds only the batch's keys already (a log table's merged view
+            reduced to them): with ``broadcast`` it is broadcast as it is, without one more
+            semi-join (each is a broadcast job of its own); without, it is joined by a shuffle of
+            those rows only.
         table_deletes: ``table`` holds deleted keys too, as rows whose ``_lm_op`` is ``D`` (a log
             table's newest row per key, :func:`lakemerge.apply.log.newest_of_keys`): they count as
             absent.

@@ -50,12 +50,12 @@ def log_rows(
     partial: Sequence[str],
     txn_version: int,
     writes: int,
-    small: bool = False,
+    keyed: bool = False,
     stored_columns: Sequence[str] = (),
 ) -> DataFrame:
     """The log rows of a classified batch, in files of about :data:`delta.ROWS_PER_FILE` rows
     (``writes``: how many rows at most): its inserts, updates and deletes, and (when the table keeps
-    tombstones) its deletes of keys the view does not hold. ``small``: the batch's keys can be
+    tombstones) its deletes of keys the view does not hold. ``keyed``: the batch's keys can be
     broadcast (see :func:`read_merged`). ``stored_columns``: the merged view's columns when the
     batch was planned; the view is read again only when the batch folds partial updates or lacks
     some of them."""
@@ -69,7 +69,7 @@ def log_rows(
     missing = [c for c in stored_columns if c not in data_columns]
     stored = None
     if partial or missing:
-        keys = rows.select(*[F.col(f"`{k}`") for k in table.key]) if small else None
+        keys = rows.select(*[F.col(f"`{k}`") for k in table.key]) if keyed else None
         stored = read_merged(spark, table, keys=keys)
     if stored is not None:
         s, t = rows.alias("s"), stored.alias("t")
@@ -161,16 +161,17 @@ def read_merged(spark: SparkSession, table: TableConfig, keys: DataFrame | None 
 
     Table and log are read at their versions now (:func:`delta.read_pinned`), so that a batch's
     append to the log leaves its cached classification alone. With ``keys`` (key columns of a batch
-    small enough to broadcast), only those keys' rows: table and log are each reduced to them by a
-    broadcast semi-join before the per-key ranking, so that a batch never shuffles the whole table
-    (the ranking is per key, so the result is the same rows)."""
+    whose keys can be broadcast: ``lakemerge.plan.KEY_BROADCAST_ROWS``), only those keys' rows:
+    table and log are each reduced to them by a broadcast semi-join (one broadcast serves both
+    when adaptive execution is off, as it is for a batch) before the per-key ranking, so that a
+    batch never shuffles the whole table (the ranking is per key, so the result is the same rows)."""
     return merged(table, read_sides(spark, table), keys=keys)
 
 
 def newest_of_keys(
     spark: SparkSession, table: TableConfig, keys: DataFrame, sides: dict[str, DataFrame] | None = None
 ) -> DataFrame | None:
-    """For each of ``keys`` (key columns of a batch small enough to broadcast) that the table or its
+    """For each of ``keys`` (key columns of a batch whose keys can be broadcast) that the table or its
     log holds: its newest row, a delete too, with ``_lm_op`` (``None`` when neither exists).
     ``sides``: the table and log as :func:`read_sides` read them for the same batch.
 
