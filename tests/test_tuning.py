@@ -68,6 +68,23 @@ def test_shuffle_partitions_follow_the_rows_between_one_and_two_per_core() -> No
     assert tuning.shuffle_partitions(0, 0) == 1
 
 
+def test_a_log_batchs_keys_are_broadcast_up_to_a_byte_budget_wider_keys_fewer() -> None:
+    from pyspark.sql import types as T
+
+    schema = T.StructType(
+        [
+            T.StructField("id", T.LongType()),
+            T.StructField("day", T.DateType()),
+            T.StructField("name", T.StringType()),
+        ]
+    )
+    rows = plan_module.KEY_BROADCAST_ROWS
+    assert plan_module.key_broadcast_rows(schema, ["id"]) == rows
+    assert plan_module.key_broadcast_rows(schema, ["id", "day"]) == rows * 16 // 24
+    assert plan_module.key_broadcast_rows(schema, ["name"]) == rows * 16 // 40
+    assert plan_module.key_broadcast_rows(schema, ["name"]) > plan_module.BROADCAST_ROWS
+
+
 def test_scoped_settings_are_put_back_set_or_unset_even_when_the_block_fails(spark: Any) -> None:
     key, unset = "spark.lakemerge.test.scoped", "spark.lakemerge.test.unset"
     spark.conf.set(key, "before")

@@ -31,6 +31,7 @@ from lakemerge.table import delta, quarantine, tombstones
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 
 #: Batches of at most this many change rows are broadcast in the classification join (their keys
@@ -38,11 +39,23 @@ if TYPE_CHECKING:
 BROADCAST_ROWS = 1_000_000
 
 #: A ``log`` table's merged view is reduced to the keys of a batch of at most this many change
-#: rows before it is ranked, by a broadcast semi-join on the batch's keys alone (the batch's own
-#: rows, never the table's: a few tens of MB): ranking the whole view shuffles and sorts every
-#: stored key (bench/RESULTS.md, SF10 with 1.5 M changes). Above :data:`BROADCAST_ROWS` the stored
-#: rows so found are joined to the batch by a shuffle, not broadcast.
+#: rows (with a key of one 8-byte column; fewer for wider keys, :func:`key_broadcast_rows`) before
+#: it is ranked, by a broadcast semi-join on the batch's keys alone (the batch's own rows, never the
+#: table's: some 64 MB at most): ranking the whole view shuffles and sorts every stored key
+#: (bench/RESULTS.md, SF10 with 1.5 M changes). The stored rows so found are joined to the batch
+#: by a shuffle of those rows (``classify(table_of_keys=True)``), not by a forced broadcast.
 KEY_BROADCAST_ROWS = 4_000_000
+
+
+def key_broadcast_rows(schema: StructType, key: Sequence[str]) -> int:
+    """How many change rows' keys of ``schema``'s ``key`` columns can be broadcast: as many bytes
+    as :data:`KEY_BROADCAST_ROWS` keys of 8 bytes, each key taking 8 bytes of hashing overhead and
+    each column 8 bytes when it is a number, date or time, 32 otherwise (strings, decimals)."""
+    from pyspark.sql import types as T
+
+    fixed = (T.IntegralType, T.FloatType, T.DoubleType, T.DateType, T.TimestampType, T.TimestampNTZType)
+    width = sum(8 if isinstance(schema[k].dataType, fixed) else 32 for k in key)
+    return KEY_BROADCAST_ROWS * 16 // (width + 8)
 
 
 @dataclass
@@ -72,7 +85,7 @@ class BatchPlan:
     writes: int | None = None
     ranges: KeyRanges | None = None
     small: bool = False
-    #: The batch's keys can be broadcast (:data:`KEY_BROADCAST_ROWS`).
+    #: The batch's keys can be broadcast (:func:`key_broadcast_rows`).
     keyed: bool = False
     stored_columns: tuple[str, ...] = ()
     #: Spark settings the batch was planned with and is written with (:mod:`lakemerge.spark.tuning`).
@@ -236,8 +249,9 @@ def plan_batch(
         # A batch that may reach the whole table (large, with history, or with snapshots, whose
         # absent keys come from the table) is planned with the session's own settings. A log
         # table's batch whose keys are broadcast reads only its keys' rows of the merged view.
-        bound = KEY_BROADCAST_ROWS if table.log_mode else BROADCAST_ROWS
-        tune = rows_read <= bound and not table.scd2 and not selection.snapshots
+        key_bound = key_broadcast_rows(valid.schema, table.key)
+        tune = rows_read <= (key_bound if table.log_mode else BROADCAST_ROWS)
+        tune = tune and not table.scd2 and not selection.snapshots
         if not tune:
             tuned.enter_context(scoped_conf(spark, own))
         if table.too_many_bad(rows_bad, rows_read):
@@ -297,7 +311,7 @@ def plan_batch(
             valid = valid.unionByName(absent, allowMissingColumns=True)
         tombs = tombstones.read(spark, table, selection.ledger.batch_ids)
         small = rows_read + snapshot_absent <= BROADCAST_ROWS
-        keyed = rows_read + snapshot_absent <= KEY_BROADCAST_ROWS
+        keyed = rows_read + snapshot_absent <= key_bound
         if tune and truncate.before is None:
             # Only the batch's rows are shuffled from here on (the table is reduced to its keys).
             settings = tuning.small_batch_settings(spark, rows_read)

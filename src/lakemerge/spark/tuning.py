@@ -7,7 +7,8 @@ driver's time (bench/HISTORY.md, tenth session: batches of 1,500 changes 12-14 %
 the hand-written MERGE in the same runs, in both ``log`` and ``copy_on_write`` mode; neutral at
 150,000). The parts that read the whole table keep the session's own settings: the MERGE, the
 history of an SCD2 table, compaction, and the classification of a batch too large to broadcast
-(``lakemerge.plan.BROADCAST_ROWS``) or of a table with history or snapshots. A batch small
+(``lakemerge.plan.BROADCAST_ROWS``; for a ``log`` table, whose larger batches still read only
+their keys' rows, ``KEY_BROADCAST_ROWS``) or of a table with history or snapshots. A batch small
 enough to broadcast never shuffles the table (its rows are first reduced to the batch's keys), so
 it is classified and logged in shuffle partitions sized from its rows: one per
 :data:`ROWS_PER_PARTITION`, at most two per core and at least one per core. The copy-on-write
