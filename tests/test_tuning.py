@@ -174,13 +174,20 @@ def test_a_log_batch_whose_keys_are_too_many_to_broadcast_keeps_the_session_sett
 ) -> None:
     table = _table(tmp_path)
     _apply(spark, table, tmp_path / "1", ["1,1,U,a", "2,1,U,b"])
-    monkeypatch.setattr(plan_module, "BROADCAST_ROWS", 0)
+    # Under the bound for stored rows, over the one for keys (wide keys): no broadcast at all.
     monkeypatch.setattr(plan_module, "KEY_BROADCAST_ROWS", 0)
     classify = _Spy(spark, plan_module.classify)
-    monkeypatch.setattr(plan_module, "classify", classify)
+    broadcast: list[bool] = []
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        broadcast.append(kwargs["broadcast"])
+        return classify(*args, **kwargs)
+
+    monkeypatch.setattr(plan_module, "classify", spy)
     before = _settings(spark)
     result = _apply(spark, table, tmp_path / "2", ["1,2,U,x", "2,2,D,", "5,1,U,e"])
     assert classify.seen == [before]
+    assert broadcast == [False]
     assert (result.metrics.inserted, result.metrics.updated, result.metrics.deleted) == (1, 1, 1)
     merged = lakemerge.read_merged(spark, table)
     assert merged is not None

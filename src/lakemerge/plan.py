@@ -310,8 +310,9 @@ def plan_batch(
             snapshot_absent += absent.count()
             valid = valid.unionByName(absent, allowMissingColumns=True)
         tombs = tombstones.read(spark, table, selection.ledger.batch_ids)
-        small = rows_read + snapshot_absent <= BROADCAST_ROWS
         keyed = rows_read + snapshot_absent <= key_bound
+        # A log batch never broadcasts more keys than its budget, wherever they are broadcast.
+        small = rows_read + snapshot_absent <= BROADCAST_ROWS and (keyed or not table.log_mode)
         if tune and truncate.before is None:
             # Only the batch's rows are shuffled from here on (the table is reduced to its keys).
             settings = tuning.small_batch_settings(spark, rows_read)
