@@ -46,3 +46,24 @@ def read_log_view(table: str | Path, log: str | Path, key: str, columns: Sequenc
                 newest[row[key]] = (batch, op, row)
     rows = [{c: row.get(c) for c in columns} for _, op, row in newest.values() if op == "U"]
     return sorted(rows, key=lambda r: [(v is None, str(v)) for v in r.values()])
+
+
+def jobs_of(spark: Any, action: Any) -> list[str]:
+    """What each Spark job that ``action()`` ran says it is (its description, else its call
+    site), read from Spark's status store once its listener has caught up."""
+    context = spark.sparkContext._jsc.sc()
+
+    def jobs() -> dict[int, str]:
+        listed = context.statusStore().jobsList(None)
+        found = {}
+        for index in range(listed.size()):
+            job = listed.apply(index)
+            description = job.description()
+            found[int(job.jobId())] = str(description.get()) if description.isDefined() else str(job.name())
+        return found
+
+    context.listenerBus().waitUntilEmpty()
+    before = jobs()
+    action()
+    context.listenerBus().waitUntilEmpty()
+    return [what for job_id, what in sorted(jobs().items()) if job_id not in before]

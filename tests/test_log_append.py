@@ -17,8 +17,8 @@ import pytest
 import lakemerge
 import lakemerge.commit
 import lakemerge.plan
-from lakemerge.table import transaction
-from tests.helpers import write_lines
+from lakemerge.table import delta, transaction
+from tests.helpers import jobs_of, write_lines
 
 SCHEMA = "k INT, seq BIGINT, op STRING, a STRING, b STRING"
 #: Batches of one or two files: inserts, updates, a partial update (null b), deletes of present and
@@ -145,7 +145,16 @@ def test_counts_that_do_not_add_up_commit_nothing(
     assert {r["k"] for r in view(spark, table)} == {1, 3, 4, 5}
 
 
-def test_a_batch_number_taken_before_the_write_writes_nothing(spark: Any, tmp_path: Path) -> None:
+@pytest.fixture(params=["checksum", "delta lookup"])
+def lookup(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """How a batch finds the log's last batch number when it commits: from the checksum Delta
+    writes beside each commit, or (when a checksum lacks it) from Delta's own lookup."""
+    if request.param == "delta lookup":
+        monkeypatch.setattr(transaction, "checksum_txn_version", lambda snapshot, app_id: None)
+    return str(request.param)
+
+
+def test_a_batch_number_taken_before_the_write_writes_nothing(spark: Any, tmp_path: Path, lookup: str) -> None:
     table = config(tmp_path, "t")
     drop(tmp_path, table, 0, BATCHES[0])
     lakemerge.apply_table(table, spark=spark)
@@ -168,7 +177,7 @@ def test_a_batch_number_taken_before_the_write_writes_nothing(spark: Any, tmp_pa
 
 
 def test_a_writer_committing_the_batch_number_between_write_and_commit_wins(
-    spark: Any, tmp_path: Path, calls: list[str], monkeypatch: pytest.MonkeyPatch
+    spark: Any, tmp_path: Path, calls: list[str], monkeypatch: pytest.MonkeyPatch, lookup: str
 ) -> None:
     """Another process commits the same batch while this one has written its rows: Delta rejects this
     commit; the batch plans again, finds its files applied, and the log holds the batch once."""
@@ -197,3 +206,40 @@ def test_a_writer_committing_the_batch_number_between_write_and_commit_wins(
     records = log_records(table.log_table)
     assert len(records) == 2 and records[-1]["batch_id"] == rival.batch_id
     assert {r["k"] for r in view(spark, table)} == {1, 3, 4, 5}
+
+
+def test_a_batch_reads_the_logs_last_batch_number_from_its_checksum_not_a_state_reconstruction(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Delta's own lookup of an idempotent transaction reconstructs the log's whole state first (a
+    Spark job per batch); the checksum Delta writes beside each commit lists the transactions."""
+    table = config(tmp_path, "t")
+    for number, files in enumerate(BATCHES[:2]):
+        drop(tmp_path, table, number, files)
+        lakemerge.apply_table(table, spark=spark)
+    drop(tmp_path, table, 2, BATCHES[2])
+    ran = jobs_of(spark, lambda: lakemerge.apply_table(table, spark=spark))
+    assert any("writeAndReturnCommitData" in job for job in ran)  # the batch's jobs are seen
+    assert not [job for job in ran if "Compute snapshot" in job]
+    assert deltalake.DeltaTable(table.log_table).transaction_version("lakemerge") == 3
+    assert lakemerge.apply_table(table, spark=spark).version is None  # nothing pending: applied once
+
+
+def test_the_checksums_batch_number_is_delta_s_and_a_missing_checksum_falls_back_to_delta(
+    spark: Any, tmp_path: Path
+) -> None:
+    table = config(tmp_path, "t")
+    for number, files in enumerate(BATCHES[:2]):
+        drop(tmp_path, table, number, files)
+        lakemerge.apply_table(table, spark=spark)
+    snapshot = delta._snapshot(spark, table.log_table)
+    assert delta.checksum_txn_version(snapshot, "lakemerge") == 2 == snapshot.transactions().get("lakemerge").get()
+    assert delta.checksum_txn_version(snapshot, "another") == -1
+    # A log written by a writer that leaves no checksum (delta-rs) is read by Delta's lookup.
+    other = str(tmp_path / "other")
+    pyarrow_table = deltalake.DeltaTable(table.log_table).to_pyarrow_table()
+    deltalake.write_deltalake(other, pyarrow_table)
+    assert not list((Path(other) / "_delta_log").glob("*.crc"))
+    assert delta.checksum_txn_version(delta._snapshot(spark, other), "lakemerge") is None
+    assert delta.txn_version(spark, other) == 0
+    assert delta.txn_version(spark, table.log_table) == 2

@@ -11,9 +11,13 @@ no commit refers to, which Delta's VACUUM removes.
 
 The transaction is driven through Delta's JVM classes as delta-spark 4.4 has them (``DeltaLog``,
 ``WriteIntoDelta``, ``DeltaOperations.Write``): the same command the DataFrame writer runs, split at
-the point between its write and its commit. :func:`supported` checks once per Spark application that
-they are there with those shapes (and that ``spark.lakemerge.observedAppend`` is not ``false``);
-callers use the DataFrame writer when they are not.
+the point between its write and its commit. The batch number already committed is read from the
+checksum Delta writes beside each commit when it lists the table's transactions (Delta's own lookup
+reconstructs the log's whole state first, a Spark job per batch), and recorded as read by the
+transaction as Delta's lookup records it, so that Delta still rejects a concurrent commit of the
+same number. :func:`supported` checks once per Spark application that they are there with those
+shapes (and that ``spark.lakemerge.observedAppend`` is not ``false``); callers use the DataFrame
+writer when they are not.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from lakemerge.errors import AccountingError
+from lakemerge.table.delta import checksum_txn_version
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Observation, SparkSession
@@ -113,7 +118,7 @@ def append_with_record(
     delta = jvm.org.apache.spark.sql.delta
     log = delta.DeltaLog.forTable(session, path)
     txn = log.startTransaction()
-    if int(txn.txnVersion(app_id)) >= txn_version:
+    if _txn_version(txn, app_id) >= txn_version:
         return None
     none = jvm.scala.Option.empty()
     options = delta.DeltaOptions(
@@ -130,6 +135,25 @@ def append_with_record(
     operation = delta.DeltaOperations.Write(append, none, none, some(metadata), none, none, some(True), none, none)
     committed = txn.commitIfNeeded(written.actions(), operation, written.stringTags())
     return int(committed.get())
+
+
+def _txn_version(txn: Any, app_id: str) -> int:
+    """The version of ``app_id``'s idempotent transaction in the snapshot ``txn`` started from,
+    recorded as read by ``txn``, so that a concurrent commit of the same identifier fails this
+    one's commit. From the snapshot's checksum when it lists the table's transactions (no Spark
+    job), else by Delta's own lookup, which reconstructs the snapshot's state first."""
+    from py4j.protocol import Py4JError
+
+    listed = checksum_txn_version(txn.snapshot(), app_id)
+    if listed is not None:
+        try:
+            reads = txn.readTxn()  # what Delta's lookup records; its conflict check reads it
+        except Py4JError:
+            reads = None
+        if reads is not None:
+            reads.addOne(app_id)
+            return listed
+    return int(txn.txnVersion(app_id))
 
 
 def _scala_map(jvm: Any, items: Mapping[str, str]) -> Any:
