@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from lakemerge.errors import InputError
+from lakemerge.spark.jvm import jclass
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -25,24 +26,23 @@ def archive_files(spark: SparkSession, paths: Iterable[str], archive: str) -> li
     Raises:
         InputError: a move failed.
     """
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
+    hadoop_path = jclass(spark, "org.apache.hadoop.fs.Path")
     conf = spark.sparkContext._jsc.hadoopConfiguration()
-    target_dir = jvm.org.apache.hadoop.fs.Path(archive)
+    target_dir = hadoop_path(archive)
     fs = target_dir.getFileSystem(conf)
     fs.mkdirs(target_dir)
     moved = []
     for path in paths:
-        source = jvm.org.apache.hadoop.fs.Path(path)
+        source = hadoop_path(path)
         source_fs = source.getFileSystem(conf)
         if not source_fs.exists(source):
             continue
         name = str(source.getName())
-        target = jvm.org.apache.hadoop.fs.Path(target_dir, name)
+        target = hadoop_path(target_dir, name)
         n = 0
         while fs.exists(target):
             n += 1
-            target = jvm.org.apache.hadoop.fs.Path(target_dir, f"{name}.{n}")
+            target = hadoop_path(target_dir, f"{name}.{n}")
         if not source_fs.rename(source, target):
             raise InputError(f"cannot move applied file to the archive {target.toString()}", path=path)
         moved.append((path, str(target.toString())))

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakemerge.config.models import absolute
 from lakemerge.errors import InputError
+from lakemerge.spark.jvm import jclass
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -64,11 +65,10 @@ def list_feed_files(spark: SparkSession, locations: Iterable[str], *, file_order
         InputError: a location does not exist or cannot be listed, or (for ``name_number``) a
             file's name carries no number.
     """
-    jvm = spark.sparkContext._jvm
     hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
     seen: dict[str, FeedFile] = {}
     for location in map(absolute, locations):
-        for status in _statuses(jvm, hadoop_conf, location):
+        for status in _statuses(spark, hadoop_conf, location):
             path = status.getPath()
             item = FeedFile(
                 path=str(path.toString()),
@@ -98,8 +98,7 @@ def list_feed_files(spark: SparkSession, locations: Iterable[str], *, file_order
 def qualified(spark: SparkSession, path: str) -> str:
     """``path`` as a fully qualified Hadoop URI (``/x`` → ``file:/x``, or ``hdfs://nn:8020/x`` when
     the default filesystem is HDFS), spelled as Hadoop lists files, so that paths compare as strings."""
-    jvm: Any = spark.sparkContext._jvm
-    hpath = jvm.org.apache.hadoop.fs.Path(absolute(path))
+    hpath = jclass(spark, "org.apache.hadoop.fs.Path")(absolute(path))
     fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
     return str(fs.makeQualified(hpath).toString())
 
@@ -107,12 +106,11 @@ def qualified(spark: SparkSession, path: str) -> str:
 def spark_file_path(spark: SparkSession, path: str) -> str:
     """How Spark's ``_metadata.file_path`` spells a listed file: its URI, percent-encoded
     (``file:/x/a b.csv`` → ``file:/x/a%20b.csv``)."""
-    jvm: Any = spark.sparkContext._jvm
-    return str(jvm.org.apache.hadoop.fs.Path(path).toUri().toString())
+    return str(jclass(spark, "org.apache.hadoop.fs.Path")(path).toUri().toString())
 
 
-def _statuses(jvm: Any, hadoop_conf: Any, location: str) -> list[Any]:
-    path = jvm.org.apache.hadoop.fs.Path(location)
+def _statuses(spark: SparkSession, hadoop_conf: Any, location: str) -> list[Any]:
+    path = jclass(spark, "org.apache.hadoop.fs.Path")(location)
     try:
         fs = path.getFileSystem(hadoop_conf)
         if any(ch in location for ch in "*?[{"):

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from lakemerge.config.models import CURRENT, TableConfig
 from lakemerge.errors import ConfigError, TableError
+from lakemerge.spark.jvm import jclass
 from lakemerge.table.delta import table_exists
 
 if TYPE_CHECKING:
@@ -145,9 +146,7 @@ def _location_of(spark: SparkSession, name: str) -> str | None:
 
 def _qualified(spark: SparkSession, path: str) -> str:
     """``path`` as a fully qualified URI of its file system (``file:/...``, ``hdfs://nn/...``)."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    hpath = jvm.org.apache.hadoop.fs.Path(path)
+    hpath = jclass(spark, "org.apache.hadoop.fs.Path")(path)
     fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
     return str(fs.makeQualified(hpath).toString())
 

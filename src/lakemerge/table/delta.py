@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakemerge.errors import InputError, SchemaError, TableError
 from lakemerge.results import AppliedFile
+from lakemerge.spark.jvm import jclass
 from lakemerge.spark.scoped import scoped_conf
 
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 
 _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 _TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
+_DELTA_LOG = "org.apache.spark.sql.delta.DeltaLog"
 _TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 #: Delta transaction identifier shared by every lakemerge writer of a table. Each batch commits
 #: with the next version of it, so two writers racing for the same batch number cannot both commit:
@@ -58,13 +60,9 @@ def files_for(rows: int) -> int:
 
 def table_exists(spark: SparkSession, path: str) -> bool:
     """True when ``path`` holds a Delta table; an existing non-Delta directory is an error."""
-    from delta.tables import DeltaTable
-
-    if DeltaTable.isDeltaTable(spark, path):
+    if is_delta(spark, path):
         return True
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    hpath = jvm.org.apache.hadoop.fs.Path(path)
+    hpath = jclass(spark, "org.apache.hadoop.fs.Path")(path)
     fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
     if fs.exists(hpath) and fs.isFile(hpath):
         raise TableError(f"{path}: table path is a file, not a Delta table directory")
@@ -75,6 +73,11 @@ def table_exists(spark: SparkSession, path: str) -> bool:
                 f"{path}: directory exists and is not a Delta table (it holds {foreign}); refusing to write into it"
             )
     return False
+
+
+def is_delta(spark: SparkSession, path: str) -> bool:
+    """Whether ``path`` holds a Delta table (``DeltaTable.isDeltaTable``, without py4j's lookups)."""
+    return bool(jclass(spark, "io.delta.tables.DeltaTable").isDeltaTable(spark._jsparkSession, path))
 
 
 def _foreign_file(fs: Any, directory: Any) -> str | None:
@@ -159,10 +162,9 @@ def type_widening_enabled(spark: SparkSession, path: str) -> bool:
 
 def _snapshot(spark: SparkSession, path: str) -> Any:
     """The table's latest Delta snapshot (a JVM object), brought up to date."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
-    return delta_log.update(False, jvm.scala.Option.empty(), jvm.scala.Option.empty())
+    delta_log = jclass(spark, _DELTA_LOG).forTable(spark._jsparkSession, path)
+    none = jclass(spark, "scala.Option").empty()
+    return delta_log.update(False, none, none)
 
 
 def table_properties(spark: SparkSession, path: str) -> dict[str, str]:
@@ -387,14 +389,12 @@ def commit_rows(spark: SparkSession, path: str, first: int, last: int) -> list[d
     Delta's log store: no Spark job, where Delta's history costs one per call. ``None`` when one of
     them cannot be read so (a commit not yet written to the log directory, a file cleaned up, an
     action this reader does not know): the caller reads the history instead."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
     rows: list[dict[str, Any]] = []
     try:
-        delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
+        delta_log = jclass(spark, _DELTA_LOG).forTable(spark._jsparkSession, path)
         store, conf = delta_log.store(), delta_log.newDeltaHadoopConf()
         for version in range(first, last + 1):
-            file = jvm.org.apache.hadoop.fs.Path(delta_log.logPath(), f"{version:020d}.json")
+            file = jclass(spark, "org.apache.hadoop.fs.Path")(delta_log.logPath(), f"{version:020d}.json")
             lines = store.read(file, conf).iterator()
             info: dict[str, Any] | None = None
             while lines.hasNext():

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from lakemerge.config.models import TableConfig
 from lakemerge.feeds import columns as C
+from lakemerge.table import delta
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -80,9 +81,7 @@ class Tombstones:
 
 
 def exists(spark: SparkSession, table: TableConfig) -> bool:
-    from delta.tables import DeltaTable
-
-    return bool(DeltaTable.isDeltaTable(spark, table.tombstone_table))
+    return delta.is_delta(spark, table.tombstone_table)
 
 
 def read(spark: SparkSession, table: TableConfig, committed: Collection[str]) -> Tombstones:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from lakemerge.errors import AccountingError
+from lakemerge.spark.jvm import jclass
 from lakemerge.table.delta import checksum_txn_version
 
 if TYPE_CHECKING:
@@ -113,26 +114,25 @@ def append_with_record(
     already holds ``txn_version`` of ``app_id`` (a concurrent writer committed this batch number),
     and nothing was written. A writer that commits the same batch number between this one's start
     and its commit makes Delta reject this commit (``ConcurrentTransactionException``)."""
-    jvm: Any = spark.sparkContext._jvm
     session: Any = spark._jsparkSession
-    delta = jvm.org.apache.spark.sql.delta
-    log = delta.DeltaLog.forTable(session, path)
+    log = jclass(spark, "org.apache.spark.sql.delta.DeltaLog").forTable(session, path)
     txn = log.startTransaction()
     if _txn_version(txn, app_id) >= txn_version:
         return None
-    none = jvm.scala.Option.empty()
-    options = delta.DeltaOptions(
-        _scala_map(jvm, {"mergeSchema": "true", "txnAppId": app_id, "txnVersion": str(txn_version)}),
+    option = jclass(spark, "scala.Option")
+    none = option.empty()
+    options = jclass(spark, "org.apache.spark.sql.delta.DeltaOptions")(
+        _scala_map(spark, {"mergeSchema": "true", "txnAppId": app_id, "txnVersion": str(txn_version)}),
         session.sessionState().conf(),
     )
-    append = jvm.org.apache.spark.sql.SaveMode.Append
-    command = delta.commands.WriteIntoDelta(
-        log, append, options, _scala_seq(jvm, []), _scala_map(jvm, {}), rows._jdf, none, none, False
+    append = jclass(spark, "org.apache.spark.sql.SaveMode").Append
+    command = jclass(spark, _WRITE)(
+        log, append, options, _scala_seq(spark, []), _scala_map(spark, {}), rows._jdf, none, none, False
     )
     written = command.writeAndReturnCommitData(txn, session, none, False)
     metadata = record()
-    some = jvm.scala.Option.apply
-    operation = delta.DeltaOperations.Write(append, none, none, some(metadata), none, none, some(True), none, none)
+    some = option.apply
+    operation = jclass(spark, _OPERATION)(append, none, none, some(metadata), none, none, some(True), none, none)
     committed = txn.commitIfNeeded(written.actions(), operation, written.stringTags())
     return int(committed.get())
 
@@ -156,15 +156,15 @@ def _txn_version(txn: Any, app_id: str) -> int:
     return int(txn.txnVersion(app_id))
 
 
-def _scala_map(jvm: Any, items: Mapping[str, str]) -> Any:
-    java = jvm.java.util.HashMap()
+def _scala_map(spark: SparkSession, items: Mapping[str, str]) -> Any:
+    java = jclass(spark, "java.util.HashMap")()
     for key, value in items.items():
         java.put(key, value)
-    return jvm.org.apache.spark.api.python.PythonUtils.toScalaMap(java)
+    return jclass(spark, "org.apache.spark.api.python.PythonUtils").toScalaMap(java)
 
 
-def _scala_seq(jvm: Any, items: list[Any]) -> Any:
-    java = jvm.java.util.ArrayList()
+def _scala_seq(spark: SparkSession, items: list[Any]) -> Any:
+    java = jclass(spark, "java.util.ArrayList")()
     for item in items:
         java.add(item)
-    return jvm.scala.jdk.javaapi.CollectionConverters.asScala(java).toSeq()
+    return jclass(spark, "scala.jdk.javaapi.CollectionConverters").asScala(java).toSeq()
