@@ -18,9 +18,11 @@ from lakemerge import batch as batch_module
 from lakemerge import plan as plan_module
 from lakemerge.apply import prune as prune_module
 from lakemerge.apply.prune import KeyRanges, key_ranges, skipped_share
+from lakemerge.spark import tuning
+from lakemerge.spark.scoped import scoped_conf
 from lakemerge.table import delta as delta_module
 from lakemerge.table.delta import file_key_bounds
-from tests.helpers import read_table, write_lines
+from tests.helpers import jobs_of, read_table, write_lines
 from tests.oracle import apply_batch, state_rows
 
 COLUMNS = ("id", "seq", "v")
@@ -306,3 +308,29 @@ def test_a_small_table_is_read_whole_without_ranges_or_their_check(
     assert read_table(table.path, list(COLUMNS)) == sorted(
         state_rows(state, COLUMNS), key=lambda r: [(v is None, str(v)) for v in r.values()]
     )
+
+
+def test_a_batch_counts_its_rows_and_finds_its_key_ranges_in_one_spark_job(spark: Any, tmp_path: Path) -> None:
+    """The batch's row counts, key bounds and widest key gaps are one-row aggregates collected as a
+    union: one job (cross-joined, each aggregate was broadcast in a job of its own)."""
+    table = _table(tmp_path)
+    _clustered(spark, table, keys=400, files=8)
+    clustered = [{"id": k, "seq": 2, "op": "U", "v": "c"} for k in (101, 102, 140, 300)]
+    write_lines(tmp_path / "b1" / "batch.csv", ["id,seq,op,v", *[f"{r['id']},2,U,c" for r in clustered]])
+    plans: list[Any] = []
+
+    def planned() -> None:
+        with scoped_conf(spark, tuning.batch_settings(spark)):  # as a batch runs: without adaptive execution
+            plans.append(plan_module.plan_batch(table, spark=spark, inputs=[str(tmp_path / "b1")]))
+
+    ran = jobs_of(spark, planned)
+    plan = plans[0]
+    try:
+        assert plan.ranges is not None and plan.ranges.ranges == ((101, 102), (140, 140), (300, 300))
+        assert plan.metrics.rows_read == 4
+        first = [job for job in ran if job.startswith("collect at")][:1]
+        assert first and ("prune.py" in first[0] or "plan.py" in first[0])
+        statistics = [job for job in ran if job == first[0]]
+        assert len(statistics) == 1, ran
+    finally:
+        plan.release()

@@ -242,7 +242,9 @@ def plan_batch(
                 F.count(C.ERROR).alias("_lm_bad"),
                 F.sum(ignored_row).alias("_lm_n"),
             )
-            stats = (aggregate.crossJoin(query.frame) if query is not None else aggregate).collect()[0]
+            parts = [prune.tagged(aggregate, "counts"), *(query.parts if query is not None else ())]
+            found = prune.collect_parts(parts)
+            stats = found["counts"]
         except Exception as exc:
             raise (translate(exc, reading=True) or exc) from exc
         rows_read, rows_bad, ignored = int(stats["_lm_rows"]), int(stats["_lm_bad"]), int(stats["_lm_n"] or 0)
@@ -336,7 +338,7 @@ def plan_batch(
             # Only a batch that can touch nothing but its own keys is pruned (a truncate or a
             # snapshot reaches every stored row), and only on a table that is not small.
             if not whole and truncate.before is None:
-                ranges = query.ranges(stats) if query is not None else key_ranges(valid, table.key)
+                ranges = query.ranges(found) if query is not None else key_ranges(valid, table.key)
                 ranges = _paying(spark, list(sides) or [table.path], ranges)
             of_keys = table.log_mode and stored is not None and keyed and not selection.snapshots
             candidates = stored

@@ -18,7 +18,7 @@ range is never in the batch, so results are unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -53,38 +53,62 @@ class KeyRanges:
         return condition if condition is not None else F.lit(False)
 
 
+#: The column that tells the rows of a :class:`RangeQuery` (and of what they are collected with)
+#: apart.
+PART = "_lm_part"
+
+
 @dataclass(frozen=True)
 class RangeQuery:
-    """The one-row aggregate that :func:`key_ranges` collects, for a caller to collect with other
-    figures of the same rows in one Spark action (``frame`` may be cross-joined with another one-row
-    aggregate: its columns are prefixed ``_lm_kr_``)."""
+    """The one-row aggregates that :func:`key_ranges` collects, for a caller to collect with other
+    figures in one Spark action and one job: ``parts`` are frames of one row each, columns prefixed
+    ``_lm_kr_`` and tagged by :data:`PART`; union them (:func:`collect_parts`) with other tagged
+    rows, and give :meth:`ranges` the rows by tag. A union runs as one job, where cross-joining
+    one-row aggregates broadcasts each of them in a job of its own."""
 
-    frame: DataFrame
+    parts: tuple[DataFrame, ...]
     column: str
     min_share: float
 
-    def ranges(self, row: Any) -> KeyRanges | None:
-        """The ranges from ``row`` (a collected row holding ``frame``'s columns), or ``None`` when
-        there is no key."""
-        lowest, highest = row["_lm_kr_lo"], row["_lm_kr_hi"]
+    def ranges(self, rows: Mapping[str, Any]) -> KeyRanges | None:
+        """The ranges from ``rows`` (collected rows of ``parts``, by their :data:`PART`), or
+        ``None`` when there is no key."""
+        bounds, cuts = rows["_lm_kr_bounds"], rows["_lm_kr_cuts"]
+        lowest, highest = bounds["_lm_kr_lo"], bounds["_lm_kr_hi"]
         if lowest is None:
             return None
-        span = row["_lm_kr_span"]
+        span = bounds["_lm_kr_span"]
         narrowest = span * self.min_share if span else 0.0
-        cuts = sorted(((c["lo"], c["hi"]) for c in row["_lm_kr_cuts"] if c["gap"] >= narrowest), key=lambda c: c[0])
+        found = cuts["_lm_kr_cuts"] or []
+        chosen = sorted(((c["lo"], c["hi"]) for c in found if c["gap"] >= narrowest), key=lambda c: c[0])
         ranges: list[tuple[Any, Any]] = []
         start = lowest
-        for end, restart in cuts:
+        for end, restart in chosen:
             ranges.append((start, end))
             start = restart
         ranges.append((start, highest))
         return KeyRanges(column=self.column, ranges=tuple(ranges))
 
 
+def tagged(frame: DataFrame, part: str) -> DataFrame:
+    """``frame`` with its rows tagged ``part`` in :data:`PART`."""
+    from pyspark.sql import functions as F
+
+    return frame.select(F.lit(part).alias(PART), "*")
+
+
+def collect_parts(parts: Sequence[DataFrame]) -> dict[str, Any]:
+    """Collect the tagged one-row frames ``parts`` in one action: their rows by :data:`PART`."""
+    union = parts[0]
+    for part in parts[1:]:
+        union = union.unionByName(part, allowMissingColumns=True)
+    return {row[PART]: row for row in union.collect()}
+
+
 def range_query(
     changes: DataFrame, key: Sequence[str], *, limit: int = DEFAULT_RANGES, min_share: float = MIN_GAP_SHARE
 ) -> RangeQuery | None:
-    """The aggregate that finds the ranges covering the keys of ``changes``: their smallest and
+    """The aggregates that find the ranges covering the keys of ``changes``: their smallest and
     largest key, their span and their ``limit - 1`` widest gaps; ``None`` when the key has several
     columns. Only gaps of at least ``min_share`` of the span are cut (see :meth:`RangeQuery.ranges`)."""
     from pyspark.sql import Window
@@ -96,17 +120,14 @@ def range_query(
     name = key[0]
     kind = changes.schema[name].dataType
     keys = changes.select(F.col(f"`{name}`").alias("k")).where(F.col("k").isNotNull())
-    bounds = keys.agg(F.min("k").alias("_lm_kr_lo"), F.max("k").alias("_lm_kr_hi"))
+    lowest, highest = F.min("k"), F.max("k")
     distance = _distance(kind)
     cut = T.StructType([T.StructField("lo", kind), T.StructField("hi", kind), T.StructField("gap", T.DoubleType())])
     if distance is None or limit == 1:
-        frame = bounds.select(
-            "*",
-            F.lit(None).cast(T.DoubleType()).alias("_lm_kr_span"),
-            F.array().cast(T.ArrayType(cut)).alias("_lm_kr_cuts"),
-        )
+        span = F.lit(None).cast(T.DoubleType())
+        widest = keys.limit(0).agg(F.array().cast(T.ArrayType(cut)).alias("_lm_kr_cuts"))
     else:
-        span = distance(F.col("_lm_kr_lo"), F.col("_lm_kr_hi")).cast(T.DoubleType())
+        span = distance(lowest, highest).cast(T.DoubleType())
         steps = keys.select(F.lag("k").over(Window.orderBy("k")).alias("lo"), F.col("k").alias("hi")).where(
             F.col("lo").isNotNull() & (F.col("hi") != F.col("lo"))
         )
@@ -116,18 +137,19 @@ def range_query(
             .limit(limit - 1)
             .agg(F.collect_list(F.struct("lo", "hi", "gap")).alias("_lm_kr_cuts"))
         )
-        frame = bounds.select("*", span.alias("_lm_kr_span")).crossJoin(widest)
-    return RangeQuery(frame=frame, column=name, min_share=min_share)
+    bounds = keys.agg(lowest.alias("_lm_kr_lo"), highest.alias("_lm_kr_hi"), span.alias("_lm_kr_span"))
+    parts = (tagged(bounds, "_lm_kr_bounds"), tagged(widest, "_lm_kr_cuts"))
+    return RangeQuery(parts=parts, column=name, min_share=min_share)
 
 
 def key_ranges(
     changes: DataFrame, key: Sequence[str], *, limit: int = DEFAULT_RANGES, min_share: float = MIN_GAP_SHARE
 ) -> KeyRanges | None:
-    """The ranges covering the keys of ``changes`` (one action, one row), or ``None`` when the key
+    """The ranges covering the keys of ``changes`` (one action, one job), or ``None`` when the key
     has several columns or ``changes`` is empty. Only gaps of at least ``min_share`` of the span from
     the smallest key to the largest are cut."""
     query = range_query(changes, key, limit=limit, min_share=min_share)
-    return query.ranges(query.frame.collect()[0]) if query is not None else None
+    return query.ranges(collect_parts(query.parts)) if query is not None else None
 
 
 #: The least share of the stored bytes that a batch's key ranges must leave out for the batch to
