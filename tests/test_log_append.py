@@ -17,6 +17,7 @@ import pytest
 import lakemerge
 import lakemerge.commit
 import lakemerge.plan
+from lakemerge.spark.scoped import scoped_conf
 from lakemerge.table import delta, transaction
 from tests.helpers import jobs_of, write_lines
 
@@ -243,3 +244,57 @@ def test_the_checksums_batch_number_is_delta_s_and_a_missing_checksum_falls_back
     assert delta.checksum_txn_version(delta._snapshot(spark, other), "lakemerge") is None
     assert delta.txn_version(spark, other) == 0
     assert delta.txn_version(spark, table.log_table) == 2
+
+
+def test_a_batch_reads_the_log_from_its_checksums_list_of_files_without_reconstructing_its_state(
+    spark: Any, tmp_path: Path
+) -> None:
+    """The log has a new version after every batch; reading it through Delta rebuilt that version's
+    state from its commits (a "Filtering files" job over them, and a cached frame) in every batch."""
+    table = config(tmp_path, "t")
+    for number, files in enumerate(BATCHES[:2]):
+        drop(tmp_path, table, number, files)
+        lakemerge.apply_table(table, spark=spark)
+    drop(tmp_path, table, 2, BATCHES[2])
+    ran = jobs_of(spark, lambda: lakemerge.apply_table(table, spark=spark))
+    assert any("writeAndReturnCommitData" in job for job in ran)
+    assert not [job for job in ran if "Filtering files" in job], ran  # (one for the log before)
+    rows = {r["k"]: r for r in view(spark, table)}
+    assert rows[5]["a"] == "z5" and rows[5]["b"] == "y5" and rows[6]["a"] == "a6" and rows[3]["a"] == "a3"
+
+
+def test_a_log_read_from_its_list_of_files_holds_what_delta_reads(spark: Any, tmp_path: Path) -> None:
+    """Files of every version, a column added by a later batch (null in the older files), deletion
+    vectors; and no list (a checksum written without one): the caller reads through Delta."""
+    table = config(tmp_path, "t")
+    for number, files in enumerate(BATCHES):
+        drop(tmp_path, table, number, files)
+        lakemerge.apply_table(table, spark=spark)
+    # The commit that adds column c leaves the list out of its checksum (Delta lists a version's
+    # files only when its schema is the previous version's); the next commit lists them again.
+    assert delta.read_listed(spark, table.log_table) is None
+    drop(tmp_path, table, len(BATCHES), [["k,seq,op,a,b,c", "8,6,U,a8,b8,c8"]])
+    lakemerge.apply_table(table, spark=spark)
+
+    def rows(frame: Any) -> list[tuple[Any, ...]]:
+        return sorted(tuple(r) for r in frame.select("k", "seq", "a", "b", "c", "_lm_op", "_lm_batch").collect())
+
+    listed = delta.read_listed(spark, table.log_table)
+    assert listed is not None
+    assert rows(listed) == rows(delta.read_pinned(spark, table.log_table))
+    assert len(rows(listed)) == sum(len(lines) - 1 for files in BATCHES for lines in files) - 3 + 1  # late, superseded
+    assert {r[4] for r in rows(listed) if r[6] < len(BATCHES)} == {None}  # files older than column c
+    # Deletion vectors: the rows a DELETE marks gone are gone.
+    other = str(tmp_path / "dv")
+    spark.range(20).selectExpr("id", "id % 3 AS m").write.format("delta").option(
+        "delta.enableDeletionVectors", "true"
+    ).save(other)
+    spark.sql(f"DELETE FROM delta.`{other}` WHERE m = 1")
+    assert (Path(other) / "_delta_log").exists() and list(Path(other).glob("deletion_vector_*.bin"))
+    dv = delta.read_listed(spark, other)
+    assert dv is not None and sorted(r.id for r in dv.collect()) == [i for i in range(20) if i % 3 != 1]
+    # A checksum without the list of files.
+    bare = str(tmp_path / "bare")
+    with scoped_conf(spark, {"spark.databricks.delta.allFilesInCrc.enabled": "false"}):
+        spark.range(5).write.format("delta").save(bare)
+    assert delta.read_listed(spark, bare) is None

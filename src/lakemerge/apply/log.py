@@ -185,12 +185,17 @@ def newest_of_keys(
 
 def read_sides(spark: SparkSession, table: TableConfig) -> dict[str, DataFrame]:
     """The table and its log, those that exist, each read at its version now (by path): what
-    :func:`merged` builds a view of. A batch reads them once for all the views it needs."""
-    return {
-        path: delta.read_pinned(spark, path)
-        for path in (table.path, table.log_table)
-        if delta.table_exists(spark, path)
-    }
+    :func:`merged` builds a view of. A batch reads them once for all the views it needs. The log,
+    which has a new version after every batch, is read from its version's list of files where
+    Delta's checksum keeps one (:func:`delta.read_listed`), not by reconstructing that version's
+    state from its commits."""
+    sides: dict[str, DataFrame] = {}
+    for path in (table.path, table.log_table):
+        if not delta.table_exists(spark, path):
+            continue
+        listed = delta.read_listed(spark, path) if path == table.log_table else None
+        sides[path] = listed if listed is not None else delta.read_pinned(spark, path)
+    return sides
 
 
 def merged(
