@@ -12,7 +12,7 @@ import pytest
 
 import lakemerge
 from lakemerge.table import delta, tombstones
-from tests.helpers import read_table, write_lines
+from tests.helpers import jobs_of, read_table, write_lines
 
 HEADER = "id,seq,op,a"
 
@@ -170,3 +170,35 @@ def test_the_batch_s_own_writes_leave_its_cached_classification_in_place(
         assert _loaded(plan.classified), "classification dropped from the cache by the batch's own writes"
     finally:
         plan.release()
+
+
+def test_a_batch_reads_the_tombstone_table_from_its_checksums_list_of_files(spark: Any, tmp_path: Path) -> None:
+    """The tombstone table gains a version with every batch that deletes; reading it through Delta
+    rebuilt that version's state from its commits (a "Filtering files" job) in each such batch."""
+    table = lakemerge.TableConfig(
+        name="t",
+        path=str(tmp_path / "t"),
+        key=("k",),
+        sequence=("seq",),
+        feed=lakemerge.FeedConfig(
+            location=(str(tmp_path / "in"),),
+            format="csv",
+            header=True,
+            op_column="op",
+            types={"k": "int", "seq": "bigint"},
+        ),
+    )
+    batches = [["k,seq,op,a", "1,1,U,x", "2,1,U,y", "3,1,U,z"], ["k,seq,op,a", "1,2,D,", "4,2,U,w"]]
+    for number, lines in enumerate(batches):
+        write_lines(tmp_path / "in" / f"b{number}.csv", lines)
+        lakemerge.apply_table(table, spark=spark)
+    assert delta.read_listed(spark, table.tombstone_table) is not None
+    write_lines(tmp_path / "in" / "b2.csv", ["k,seq,op,a", "2,3,D,", "1,1,U,late", "5,3,U,v"])
+    ran = jobs_of(spark, lambda: lakemerge.apply_table(table, spark=spark))
+    assert len([job for job in ran if "Filtering files" in job]) == 1, ran  # the table's alone
+    assert read_table(table.path, ["k", "seq", "a"]) == [
+        {"k": 3, "seq": 1, "a": "z"},
+        {"k": 4, "seq": 2, "a": "w"},
+        {"k": 5, "seq": 3, "a": "v"},
+    ]
+    assert sorted(r["k"] for r in read_table(table.tombstone_table)) == [1, 2]

@@ -87,20 +87,23 @@ def exists(spark: SparkSession, table: TableConfig) -> bool:
 def read(spark: SparkSession, table: TableConfig, committed: Collection[str]) -> Tombstones:
     """The tombstones to honour: confirmed ones, and those of batches in ``committed``.
 
-    The side table is read at the version it has now (:func:`delta.read_pinned`): a batch appends
-    its own tombstones after it classified, which must not drop its cached classification.
+    The side table is read at the version it has now (:func:`delta.read_listed` where Delta's
+    checksum lists that version's files: the table gains a version with most batches, whose state
+    Delta would rebuild from its commits on every read; else :func:`delta.read_pinned`): a batch
+    appends its own tombstones after it classified, which must not drop its cached classification.
 
     One small action finds the newest truncate, when the side table has ever held one. Returns an
     empty :class:`Tombstones` when the table keeps none."""
     from pyspark.sql import functions as F
 
-    from lakemerge.table.delta import read_pinned, table_properties
+    from lakemerge.table.delta import read_listed, read_pinned, table_properties
 
     if not table.tombstones or not exists(spark, table):
         return Tombstones()
     # A log table takes no truncates (refused at config time), so it never looks for one.
     truncates = not table.log_mode and table_properties(spark, table.tombstone_table).get(TRUNCATES_PROPERTY) == "true"
-    frame = read_pinned(spark, table.tombstone_table)
+    listed = read_listed(spark, table.tombstone_table)
+    frame = listed if listed is not None else read_pinned(spark, table.tombstone_table)
     frame, known = _known(spark, frame, committed)
     frame = frame.filter(F.col(CONFIRMED) | known)
     sequence = table.sequence_columns
