@@ -62,6 +62,8 @@ def jobs_of(spark: Any, action: Any) -> list[str]:
             found[int(job.jobId())] = str(description.get()) if description.isDefined() else str(job.name())
         return found
 
+    for leftover in ("spark.job.description", "spark.jobGroup.id"):  # a description set earlier would name every job
+        spark.sparkContext.setLocalProperty(leftover, None)
     context.listenerBus().waitUntilEmpty()
     before = jobs()
     action()

@@ -226,6 +226,7 @@ def test_file_key_bounds_of_a_few_files_come_from_the_checksum_without_a_job(
             jobs[name] = delta_module.file_key_bounds(spark, path, "k")
         finally:
             spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+            spark.sparkContext.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
     assert tracker.getJobIdsForGroup("bounds-listed") == [], "bounds from the checksum need no job"
     assert tracker.getJobIdsForGroup("bounds-unlisted"), "without the checksum's list, one job reads them"
     assert jobs["listed"] is not None and len(jobs["listed"]) == 4
