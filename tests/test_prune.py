@@ -82,6 +82,17 @@ def test_ranges_cut_the_widest_gaps_and_cover_every_key(spark: Any) -> None:
     assert key_ranges(frame.filter("id < 0"), ("id",)) is None
 
 
+def test_keys_over_the_whole_range_of_their_type_do_not_overflow(spark: Any) -> None:
+    """Hash keys span the 64-bit range: their span and gaps overflow a BIGINT (an error under ANSI
+    mode, Spark's default), so they are measured as doubles; the ranges keep the keys exact."""
+    low, high = -(2**63), 2**63 - 1
+    hashes = spark.createDataFrame([(k,) for k in (low, low + 1, -5, 7, high - 1, high)], "id BIGINT")
+    assert key_ranges(hashes, ("id",), limit=3).ranges == ((low, low + 1), (-5, 7), (high - 1, high))  # type: ignore[union-attr]
+    small = spark.createDataFrame([(k,) for k in (-(2**31), 0, 2**31 - 1)], "id INT")
+    cut = key_ranges(small, ("id",), limit=2, min_share=0)
+    assert cut is not None and cut.ranges == ((-(2**31), -(2**31)), (0, 2**31 - 1))  # the wider gap, by one
+
+
 def test_keys_spread_evenly_get_one_range_and_a_few_keys_keep_their_gaps(spark: Any) -> None:
     """A gap narrower than a 64th of the batch's span skips no file on a table of up to 64 files
     over it and costs Delta's planning on every read: it is not cut. Wide gaps still are, and dates

@@ -184,12 +184,14 @@ def skipped_share(files: Sequence[tuple[Any, Any, int]], ranges: KeyRanges) -> f
 
 
 def _distance(kind: Any) -> Any:
-    """How far apart two keys of type ``kind`` are, as a function of two columns, or ``None``."""
+    """How far apart two keys of type ``kind`` are, as a function of two columns, or ``None``.
+    Numbers are subtracted as doubles: the span of a 64-bit key (a hash, say, from the most negative
+    value to the most positive) overflows its own type, which Spark's ANSI mode makes an error."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
     if isinstance(kind, (T.IntegralType, T.DecimalType, T.FloatType, T.DoubleType)):
-        return lambda lo, hi: hi - lo
+        return lambda lo, hi: hi.cast("double") - lo.cast("double")
     if isinstance(kind, T.DateType):
         return lambda lo, hi: F.datediff(hi, lo)
     if isinstance(kind, (T.TimestampType, T.TimestampNTZType)):

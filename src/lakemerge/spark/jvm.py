@@ -22,7 +22,8 @@ _CLASSES: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictio
 
 def jclass(spark: SparkSession, name: str) -> Any:
     """The JVM class ``name`` (fully qualified; nested classes with ``$``) of ``spark``'s gateway:
-    call it to construct, or call its static methods. No round trip until it is used."""
+    call it to construct, or call its static methods. No round trip until it is used. A static
+    field is read once and kept: use it for constants (enum values), never for state."""
     client = spark.sparkContext._gateway._gateway_client  # type: ignore[union-attr]
     with _LOCK:
         classes = _CLASSES.setdefault(client, {})

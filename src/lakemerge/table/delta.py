@@ -318,9 +318,10 @@ def read_listed(spark: SparkSession, path: str) -> DataFrame | None:
     found = snapshot.checksumOpt()
     if not found.isDefined():
         return None
-    files = found.get().allFiles()
-    if not files.isDefined():
-        return None
+    checksum = found.get()
+    files = checksum.allFiles()
+    if not files.isDefined() or int(files.get().size()) != int(checksum.numFiles()):
+        return None  # (Delta drops a list that disagrees with its count; a foreign checksum may not)
     none = jclass(spark, "scala.Option").empty()
     return DataFrame(snapshot.deltaLog().createDataFrame(snapshot, files.get(), False, none), spark)
 
