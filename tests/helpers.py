@@ -69,3 +69,24 @@ def jobs_of(spark: Any, action: Any) -> list[str]:
     action()
     context.listenerBus().waitUntilEmpty()
     return [what for job_id, what in sorted(jobs().items()) if job_id not in before]
+
+
+def csv_table(root: Path, mode: str = "copy_on_write") -> Any:
+    """Table ``t`` under ``root`` in write ``mode``, key ``k`` (int), sequence ``seq`` (bigint), fed
+    CSV files with a header and an ``op`` column from ``root / "in"``."""
+    import lakemerge
+
+    return lakemerge.TableConfig(
+        name="t",
+        path=str(root / "t"),
+        key=("k",),
+        sequence=("seq",),
+        write_mode=mode,
+        feed=lakemerge.FeedConfig(
+            location=(str(root / "in"),),
+            format="csv",
+            header=True,
+            op_column="op",
+            types={"k": "int", "seq": "bigint"},
+        ),
+    )

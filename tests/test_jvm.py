@@ -13,7 +13,7 @@ from py4j import java_gateway
 
 import lakemerge
 from lakemerge.spark.jvm import jclass
-from tests.helpers import write_lines
+from tests.helpers import csv_table, write_lines
 
 
 def test_a_class_by_name_constructs_calls_statics_and_keeps_its_members(spark: Any) -> None:
@@ -50,20 +50,7 @@ def walks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 @pytest.mark.parametrize("mode", ["log", "copy_on_write"])
 def test_a_batch_walks_no_jvm_package_path(spark: Any, tmp_path: Path, walks: list[str], mode: str) -> None:
-    table = lakemerge.TableConfig(
-        name="t",
-        path=str(tmp_path / "t"),
-        key=("k",),
-        sequence=("seq",),
-        write_mode=mode,
-        feed=lakemerge.FeedConfig(
-            location=(str(tmp_path / "in"),),
-            format="csv",
-            header=True,
-            op_column="op",
-            types={"k": "int", "seq": "bigint"},
-        ),
-    )
+    table = csv_table(tmp_path, mode)
     write_lines(tmp_path / "in" / "b1.csv", ["k,seq,op,a", "1,1,U,x", "2,1,U,y"])
     lakemerge.apply_table(table, spark=spark)
     write_lines(tmp_path / "in" / "b2.csv", ["k,seq,op,a", "1,2,U,z", "2,2,D,", "3,2,U,w"])

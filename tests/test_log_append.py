@@ -209,17 +209,22 @@ def test_a_writer_committing_the_batch_number_between_write_and_commit_wins(
     assert {r["k"] for r in view(spark, table)} == {1, 3, 4, 5}
 
 
-def test_a_batch_reads_the_logs_last_batch_number_from_its_checksum_not_a_state_reconstruction(
-    spark: Any, tmp_path: Path
-) -> None:
-    """Delta's own lookup of an idempotent transaction reconstructs the log's whole state first (a
-    Spark job per batch); the checksum Delta writes beside each commit lists the transactions."""
+def _third_batch_jobs(spark: Any, tmp_path: Path) -> tuple[lakemerge.TableConfig, list[str]]:
+    """A log table given two batches, and the Spark jobs its third batch ran."""
     table = config(tmp_path, "t")
     for number, files in enumerate(BATCHES[:2]):
         drop(tmp_path, table, number, files)
         lakemerge.apply_table(table, spark=spark)
     drop(tmp_path, table, 2, BATCHES[2])
-    ran = jobs_of(spark, lambda: lakemerge.apply_table(table, spark=spark))
+    return table, jobs_of(spark, lambda: lakemerge.apply_table(table, spark=spark))
+
+
+def test_a_batch_reads_the_logs_last_batch_number_from_its_checksum_not_a_state_reconstruction(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Delta's own lookup of an idempotent transaction reconstructs the log's whole state first (a
+    Spark job per batch); the checksum Delta writes beside each commit lists the transactions."""
+    table, ran = _third_batch_jobs(spark, tmp_path)
     assert any("writeAndReturnCommitData" in job for job in ran)  # the batch's jobs are seen
     assert not [job for job in ran if "Compute snapshot" in job]
     assert deltalake.DeltaTable(table.log_table).transaction_version("lakemerge") == 3
@@ -251,12 +256,7 @@ def test_a_batch_reads_the_log_from_its_checksums_list_of_files_without_reconstr
 ) -> None:
     """The log has a new version after every batch; reading it through Delta rebuilt that version's
     state from its commits (a "Filtering files" job over them, and a cached frame) in every batch."""
-    table = config(tmp_path, "t")
-    for number, files in enumerate(BATCHES[:2]):
-        drop(tmp_path, table, number, files)
-        lakemerge.apply_table(table, spark=spark)
-    drop(tmp_path, table, 2, BATCHES[2])
-    ran = jobs_of(spark, lambda: lakemerge.apply_table(table, spark=spark))
+    table, ran = _third_batch_jobs(spark, tmp_path)
     assert any("writeAndReturnCommitData" in job for job in ran)
     assert not [job for job in ran if "Filtering files" in job], ran  # (one for the log before)
     rows = {r["k"]: r for r in view(spark, table)}

@@ -12,7 +12,7 @@ import pytest
 
 import lakemerge
 from lakemerge.table import delta, tombstones
-from tests.helpers import jobs_of, read_table, write_lines
+from tests.helpers import csv_table, jobs_of, read_table, write_lines
 
 HEADER = "id,seq,op,a"
 
@@ -175,19 +175,7 @@ def test_the_batch_s_own_writes_leave_its_cached_classification_in_place(
 def test_a_batch_reads_the_tombstone_table_from_its_checksums_list_of_files(spark: Any, tmp_path: Path) -> None:
     """The tombstone table gains a version with every batch that deletes; reading it through Delta
     rebuilt that version's state from its commits (a "Filtering files" job) in each such batch."""
-    table = lakemerge.TableConfig(
-        name="t",
-        path=str(tmp_path / "t"),
-        key=("k",),
-        sequence=("seq",),
-        feed=lakemerge.FeedConfig(
-            location=(str(tmp_path / "in"),),
-            format="csv",
-            header=True,
-            op_column="op",
-            types={"k": "int", "seq": "bigint"},
-        ),
-    )
+    table = csv_table(tmp_path)
     batches = [["k,seq,op,a", "1,1,U,x", "2,1,U,y", "3,1,U,z"], ["k,seq,op,a", "1,2,D,", "4,2,U,w"]]
     for number, lines in enumerate(batches):
         write_lines(tmp_path / "in" / f"b{number}.csv", lines)
