@@ -28,9 +28,10 @@ if TYPE_CHECKING:
 
     from lakemerge.config.models import TableConfig
 
+#: Delta's JVM class of a table's log (:func:`lakemerge.spark.jvm.jclass`).
+DELTA_LOG = "org.apache.spark.sql.delta.DeltaLog"
 _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 _TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
-_DELTA_LOG = "org.apache.spark.sql.delta.DeltaLog"
 _TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 #: Delta transaction identifier shared by every lakemerge writer of a table. Each batch commits
 #: with the next version of it, so two writers racing for the same batch number cannot both commit:
@@ -162,7 +163,7 @@ def type_widening_enabled(spark: SparkSession, path: str) -> bool:
 
 def _snapshot(spark: SparkSession, path: str) -> Any:
     """The table's latest Delta snapshot (a JVM object), brought up to date."""
-    delta_log = jclass(spark, _DELTA_LOG).forTable(spark._jsparkSession, path)
+    delta_log = jclass(spark, DELTA_LOG).forTable(spark._jsparkSession, path)
     none = jclass(spark, "scala.Option").empty()
     return delta_log.update(False, none, none)
 
@@ -216,14 +217,11 @@ def _checksum_files(snapshot: Any) -> list[tuple[int, str | None]] | None:
     """The size and statistics (JSON) of each data file of ``snapshot``, from the version's
     checksum; ``None`` when the checksum does not list the files (none written, or more files than
     Delta lists there)."""
-    found = snapshot.checksumOpt()
-    if not found.isDefined():
-        return None
-    files = found.get().allFiles()
-    if not files.isDefined():
+    files = _listed_files(snapshot)
+    if files is None:
         return None
     listed: list[tuple[int, str | None]] = []
-    each = files.get().iterator()
+    each = files.iterator()
     while each.hasNext():
         add = each.next()
         stats = add.stats()
@@ -313,17 +311,26 @@ def read_listed(spark: SparkSession, path: str) -> DataFrame | None:
     from pyspark.sql import DataFrame
 
     snapshot = _snapshot(spark, path)
-    if snapshot.version() < 0:
+    files = _listed_files(snapshot) if snapshot.version() >= 0 else None
+    if files is None:
         return None
+    none = jclass(spark, "scala.Option").empty()
+    return DataFrame(snapshot.deltaLog().createDataFrame(snapshot, files, False, none), spark)
+
+
+def _listed_files(snapshot: Any) -> Any | None:
+    """The data files (a Scala sequence of Delta's ``AddFile``) of ``snapshot``'s version as its
+    checksum lists them; ``None`` when it lists none (no checksum, more files than Delta lists, a
+    schema change in that commit) or a list that disagrees with its own file count (Delta drops
+    such a list; a checksum from another writer may not)."""
     found = snapshot.checksumOpt()
     if not found.isDefined():
         return None
     checksum = found.get()
     files = checksum.allFiles()
     if not files.isDefined() or int(files.get().size()) != int(checksum.numFiles()):
-        return None  # (Delta drops a list that disagrees with its count; a foreign checksum may not)
-    none = jclass(spark, "scala.Option").empty()
-    return DataFrame(snapshot.deltaLog().createDataFrame(snapshot, files.get(), False, none), spark)
+        return None
+    return files.get()
 
 
 def _properties(snapshot: Any) -> dict[str, str]:
@@ -420,7 +427,7 @@ def commit_rows(spark: SparkSession, path: str, first: int, last: int) -> list[d
     action this reader does not know): the caller reads the history instead."""
     rows: list[dict[str, Any]] = []
     try:
-        delta_log = jclass(spark, _DELTA_LOG).forTable(spark._jsparkSession, path)
+        delta_log = jclass(spark, DELTA_LOG).forTable(spark._jsparkSession, path)
         store, conf = delta_log.store(), delta_log.newDeltaHadoopConf()
         for version in range(first, last + 1):
             file = jclass(spark, "org.apache.hadoop.fs.Path")(delta_log.logPath(), f"{version:020d}.json")

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakemerge.errors import AccountingError
 from lakemerge.spark.jvm import jclass
-from lakemerge.table.delta import checksum_txn_version
+from lakemerge.table.delta import DELTA_LOG, checksum_txn_version
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Observation, SparkSession
@@ -115,7 +115,7 @@ def append_with_record(
     and nothing was written. A writer that commits the same batch number between this one's start
     and its commit makes Delta reject this commit (``ConcurrentTransactionException``)."""
     session: Any = spark._jsparkSession
-    log = jclass(spark, "org.apache.spark.sql.delta.DeltaLog").forTable(session, path)
+    log = jclass(spark, DELTA_LOG).forTable(session, path)
     txn = log.startTransaction()
     if _txn_version(txn, app_id) >= txn_version:
         return None
