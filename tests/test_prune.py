@@ -36,7 +36,7 @@ def _prune_small_tables(request: pytest.FixtureRequest, monkeypatch: pytest.Monk
         monkeypatch.setattr(prune_module, "MIN_PRUNED_BYTES", 0)
 
 
-def _table(tmp_path: Path) -> lakemerge.TableConfig:
+def _table(tmp_path: Path, write_mode: str = "copy_on_write") -> lakemerge.TableConfig:
     feed = lakemerge.FeedConfig(
         location=(str(tmp_path / "in"),),
         format="csv",
@@ -44,7 +44,9 @@ def _table(tmp_path: Path) -> lakemerge.TableConfig:
         schema="id BIGINT, seq BIGINT, op STRING, v STRING",
         op_column="op",
     )
-    return lakemerge.TableConfig(name="t", path=str(tmp_path / "table"), key=("id",), sequence=("seq",), feed=feed)
+    return lakemerge.TableConfig(
+        name="t", path=str(tmp_path / "table"), key=("id",), sequence=("seq",), feed=feed, write_mode=write_mode
+    )
 
 
 def _clustered(
@@ -114,8 +116,11 @@ def test_keys_spread_evenly_get_one_range_and_a_few_keys_keep_their_gaps(spark: 
         ]
 
 
-def test_files_outside_the_batch_key_ranges_are_never_read(spark: Any, tmp_path: Path) -> None:
-    table = _table(tmp_path)
+@pytest.mark.parametrize("mode", ["copy_on_write", "log"])
+def test_files_outside_the_batch_key_ranges_are_never_read(spark: Any, tmp_path: Path, mode: str) -> None:
+    """In ``log`` mode the table's files are chosen by lakemerge from the list in Delta's checksum
+    (no Spark job for Delta's file skipping); in copy-on-write mode Delta's file skipping chooses."""
+    table = _table(tmp_path, mode)
     state = _clustered(spark, table, keys=400, files=8)
     batch = [
         {"id": 12, "seq": 2, "op": "U", "v": "x"},
@@ -137,7 +142,9 @@ def test_files_outside_the_batch_key_ranges_are_never_read(spark: Any, tmp_path:
             continue
         os.remove(os.path.join(table.path, action["path"]))
     assert kept == 2
-    result = _apply(spark, table, tmp_path / "b1", batch)
+    results: list[Any] = []
+    ran = jobs_of(spark, lambda: results.append(_apply(spark, table, tmp_path / "b1", batch)))
+    (result,) = results
     assert (result.metrics.updated, result.metrics.deleted, result.metrics.inserted, result.metrics.late) == (
         2,
         1,
@@ -145,11 +152,55 @@ def test_files_outside_the_batch_key_ranges_are_never_read(spark: Any, tmp_path:
         0,
     )
     assert result.files_removed <= 2
+    if mode == "log":
+        assert not [job for job in ran if "Filtering files" in job], ran
     expected, _ = apply_batch(state, [("batch.csv", batch)], key=("id",))
     wanted = [r for r in state_rows(expected, COLUMNS) if r["id"] < 50 or r["id"] >= 350]
-    got = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(table.path))
-    rows = pa.table(got.execute("SELECT id, seq, v FROM t WHERE id < 50 OR id >= 350 ORDER BY id")).to_pylist()
+    if mode == "log":
+        # (The table's files that hold none of the batch's keys are gone: its keys' rows are the log's.)
+        ids = {b["id"] for b in batch}
+        logged = deltalake.DeltaTable(table.log_table).to_pyarrow_table().to_pylist()
+        assert {r["id"] for r in logged} == ids
+        rows = sorted(({c: r[c] for c in COLUMNS} for r in logged if r["_lm_op"] == "U"), key=lambda r: r["id"])
+        wanted = [r for r in wanted if r["id"] in ids]
+    else:
+        got = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(table.path))
+        rows = pa.table(got.execute("SELECT id, seq, v FROM t WHERE id < 50 OR id >= 350 ORDER BY id")).to_pylist()
     assert rows == sorted(wanted, key=lambda r: r["id"])
+
+
+def test_a_listed_read_within_key_ranges_leaves_out_only_the_files_they_miss(spark: Any, tmp_path: Path) -> None:
+    """delta.read_listed(within=): the files of the checksum's list whose key statistics meet the
+    ranges, and all of them where statistics cannot bound the key (a string, a partition column, no
+    statistics kept); within the ranges, the rows Delta reads."""
+    path = str(tmp_path / "t")
+    spark.range(80).selectExpr("id", "CAST(id AS STRING) AS name", "id % 2 AS p").repartitionByRange(
+        8, "id"
+    ).write.format("delta").save(path)
+    ranges = KeyRanges(column="id", ranges=((3, 12), (55, 55)))
+    listed = delta_module.read_listed(spark, path, within=("id", ranges.overlaps))
+    assert listed is not None
+    bounds = file_key_bounds(spark, path, "id") or []
+    assert len(bounds) == 8
+    assert len(listed.inputFiles()) == sum(1 for low, high, _ in bounds if ranges.overlaps(low, high)) == 3
+
+    def inside(frame: Any) -> list[tuple[Any, ...]]:
+        return sorted(tuple(r) for r in frame.filter(ranges.predicate()).collect())
+
+    assert inside(listed) == inside(delta_module.read_pinned(spark, path)) and len(inside(listed)) == 11
+    names = KeyRanges(column="name", ranges=(("3", "4"),))
+    whole = delta_module.read_listed(spark, path, within=("name", names.overlaps))
+    assert whole is not None and len(whole.inputFiles()) == 8, "string statistics are truncated: no file is left out"
+    partitioned = str(tmp_path / "p")
+    spark.range(10).selectExpr("id", "id % 2 AS p").write.format("delta").partitionBy("p").save(partitioned)
+    by_partition = delta_module.read_listed(spark, partitioned, within=("p", KeyRanges("p", ((0, 0),)).overlaps))
+    assert by_partition is not None and sorted(r.id for r in by_partition.collect()) == list(range(10))
+    unindexed = str(tmp_path / "unindexed")
+    spark.range(40).selectExpr("0 AS n", "id").repartitionByRange(4, "id").write.format("delta").option(
+        "delta.dataSkippingNumIndexedCols", "1"
+    ).save(unindexed)
+    kept = delta_module.read_listed(spark, unindexed, within=("id", KeyRanges("id", ((0, 0),)).overlaps))
+    assert kept is not None and len(kept.inputFiles()) == 4, "no statistics of id: every file is read"
 
 
 def test_pruned_batches_equal_the_oracle(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

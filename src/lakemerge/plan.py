@@ -270,11 +270,16 @@ def plan_batch(
                 table=table.name,
             )
 
+        # A batch that can only touch its own keys has its key ranges now, where they pay: a log
+        # table's sides are then read from only the files that can hold those keys.
+        ranges: KeyRanges | None = None
+        if query is not None:
+            ranges = _paying(spark, _stored_paths(spark, table), query.ranges(found))
         stored = None
         sides: dict[str, DataFrame] = {}
         if exists:
             # In log mode the stored state is the merged view, so late/tombstone/partial rules hold.
-            sides = log.read_sides(spark, table) if table.log_mode else {}
+            sides = log.read_sides(spark, table, listed=query is not None, ranges=ranges) if table.log_mode else {}
             stored = log.merged(table, sides) if table.log_mode else delta.read_pinned(spark, table.path)
             assert stored is not None
             _check_table_columns(table, stored.columns)
@@ -323,7 +328,6 @@ def plan_batch(
             tuned.enter_context(scoped_conf(spark, own))
         partial = table.partial_columns(changes.data_columns)
         history: scd2.History | None = None
-        ranges: KeyRanges | None = None
         if table.scd2:
             history = scd2.build(
                 table, valid, stored, tombstones=tombs.rows, data_columns=changes.data_columns, partial=partial
@@ -337,9 +341,8 @@ def plan_batch(
             latest = collapse(valid, key=table.key, sequence=table.sequence_columns, partial=partial)
             # Only a batch that can touch nothing but its own keys is pruned (a truncate or a
             # snapshot reaches every stored row), and only on a table that is not small.
-            if not whole and truncate.before is None:
-                ranges = query.ranges(found) if query is not None else key_ranges(valid, table.key)
-                ranges = _paying(spark, list(sides) or [table.path], ranges)
+            if not whole and truncate.before is None and query is None:
+                ranges = _paying(spark, list(sides) or [table.path], key_ranges(valid, table.key))
             of_keys = table.log_mode and stored is not None and keyed and not selection.snapshots
             candidates = stored
             if of_keys:
@@ -485,6 +488,13 @@ def _small_table(spark: SparkSession, table: TableConfig) -> bool:
     paths = [table.path, table.log_table] if table.log_mode else [table.path]
     sizes = [delta.table_bytes(spark, path) for path in paths]
     return all(size is not None for size in sizes) and sum(s or 0 for s in sizes) < prune.MIN_PRUNED_BYTES
+
+
+def _stored_paths(spark: SparkSession, table: TableConfig) -> list[str]:
+    """The Delta tables that hold ``table``'s rows: the table, and in ``log`` mode its log where they exist."""
+    if not table.log_mode:
+        return [table.path]
+    return [path for path in (table.path, table.log_table) if delta.table_exists(spark, path)]
 
 
 def _paying(spark: SparkSession, paths: Sequence[str], ranges: KeyRanges | None) -> KeyRanges | None:

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
+    from lakemerge.apply.prune import KeyRanges
+
 #: Columns of the log table beside the data columns.
 LOG_OP, LOG_BATCH = C.OP, "_lm_batch"
 _RANK = "_lm_rank"
@@ -183,18 +185,27 @@ def newest_of_keys(
     return merged(table, read_sides(spark, table) if sides is None else sides, keys=keys, deletes=True)
 
 
-def read_sides(spark: SparkSession, table: TableConfig) -> dict[str, DataFrame]:
+def read_sides(
+    spark: SparkSession, table: TableConfig, *, listed: bool = False, ranges: KeyRanges | None = None
+) -> dict[str, DataFrame]:
     """The table and its log, those that exist, each read at its version now (by path): what
-    :func:`merged` builds a view of. A batch reads them once for all the views it needs. The log,
-    which has a new version after every batch, is read from its version's list of files where
-    Delta's checksum keeps one (:func:`delta.read_listed`), not by reconstructing that version's
-    state from its commits."""
+    :func:`merged` builds a view of. A batch reads them once for all the views it needs.
+
+    The log, which has a new version after every batch, is read from its version's list of files
+    where Delta's checksum keeps one (:func:`delta.read_listed`), without reconstructing that
+    version's state from its commits. With ``listed`` (a batch that filters the sides by its key
+    ranges, or by nothing Delta could skip files for), the table is read from its list too, with no
+    Spark job for Delta's file skipping, and with ``ranges`` (those key ranges) both sides leave out
+    the files whose key statistics miss them, as that skipping would. Without, the table is read
+    through Delta, whose file skipping serves the caller's own filters. A side whose checksum lists
+    no files (more than Delta lists there) is read through Delta."""
+    within = (ranges.column, ranges.overlaps) if ranges is not None else None
     sides: dict[str, DataFrame] = {}
     for path in (table.path, table.log_table):
         if not delta.table_exists(spark, path):
             continue
-        listed = delta.read_listed(spark, path) if path == table.log_table else None
-        sides[path] = listed if listed is not None else delta.read_pinned(spark, path)
+        found = delta.read_listed(spark, path, within=within) if listed or path == table.log_table else None
+        sides[path] = found if found is not None else delta.read_pinned(spark, path)
     return sides
 
 

@@ -52,6 +52,10 @@ class KeyRanges:
             condition = part if condition is None else condition | part
         return condition if condition is not None else F.lit(False)
 
+    def overlaps(self, low: Any, high: Any) -> bool:
+        """Whether a file whose keys lie from ``low`` to ``high`` may hold a key of the ranges."""
+        return any(a <= high and low <= b for a, b in self.ranges)
+
 
 #: The column that tells the rows of a :class:`RangeQuery` (and of what they are collected with)
 #: apart.
@@ -176,9 +180,7 @@ def skipped_share(files: Sequence[tuple[Any, Any, int]], ranges: KeyRanges) -> f
     if not total:
         return None
     outside = sum(
-        size
-        for low, high, size in files
-        if low is not None and high is not None and not any(a <= high and low <= b for a, b in ranges.ranges)
+        size for low, high, size in files if low is not None and high is not None and not ranges.overlaps(low, high)
     )
     return outside / total
 

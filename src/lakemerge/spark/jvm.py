@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -52,3 +53,19 @@ def _class(name: str, client: Any) -> Any:
 
 
 _KNOWN: Any = None
+
+
+def scala_map(spark: SparkSession, items: Mapping[str, str]) -> Any:
+    """A Scala immutable map of ``items`` in ``spark``'s JVM."""
+    java = jclass(spark, "java.util.HashMap")()
+    for key, value in items.items():
+        java.put(key, value)
+    return jclass(spark, "org.apache.spark.api.python.PythonUtils").toScalaMap(java)
+
+
+def scala_seq(spark: SparkSession, items: Sequence[Any]) -> Any:
+    """A Scala immutable sequence of ``items`` (JVM objects or values py4j converts) in ``spark``'s JVM."""
+    java = jclass(spark, "java.util.ArrayList")()
+    for item in items:
+        java.add(item)
+    return jclass(spark, "scala.jdk.javaapi.CollectionConverters").asScala(java).toSeq()

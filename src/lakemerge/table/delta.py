@@ -14,17 +14,18 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lakemerge.errors import InputError, SchemaError, TableError
 from lakemerge.results import AppliedFile
-from lakemerge.spark.jvm import jclass
+from lakemerge.spark.jvm import jclass, scala_seq
 from lakemerge.spark.scoped import scoped_conf
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructField
 
     from lakemerge.config.models import TableConfig
 
@@ -194,9 +195,21 @@ def file_key_bounds(spark: SparkSession, path: str, column: str) -> list[tuple[A
     to bound the column: a type whose statistics Delta truncates or rounds (only integers,
     decimals and dates are kept), a column without statistics, a partition column, column mapping
     (statistics under physical names), or more than :data:`MAX_BOUNDED_FILES` files."""
+    snapshot = _snapshot(spark, path)
+    bounded = _bounded_field(snapshot, column)
+    if bounded is None:
+        return None
+    listed = _checksum_files(snapshot)
+    if listed is None:
+        return _statistics_bounds(spark, snapshot, column)
+    return _bounds_of([(size, stats) for _, size, stats in listed], bounded.name, bounded.dataType)
+
+
+def _bounded_field(snapshot: Any, column: str) -> StructField | None:
+    """The field of ``column`` in ``snapshot``'s schema when the statistics of its files bound its
+    values (see :func:`file_key_bounds`), else ``None``."""
     from pyspark.sql import types as T
 
-    snapshot = _snapshot(spark, path)
     if _properties(snapshot).get("delta.columnMapping.mode", "none") != "none":
         return None
     partitions = snapshot.metadata().partitionColumns().iterator()
@@ -207,25 +220,22 @@ def file_key_bounds(spark: SparkSession, path: str, column: str) -> list[tuple[A
     fields = [f for f in schema.fields if f.name.lower() == column.lower()]
     if not fields or not isinstance(fields[0].dataType, (T.IntegralType, T.DecimalType, T.DateType)):
         return None
-    listed = _checksum_files(snapshot)
-    if listed is None:
-        return _statistics_bounds(spark, snapshot, column)
-    return _bounds_of(listed, fields[0].name, fields[0].dataType)
+    return fields[0]
 
 
-def _checksum_files(snapshot: Any) -> list[tuple[int, str | None]] | None:
-    """The size and statistics (JSON) of each data file of ``snapshot``, from the version's
-    checksum; ``None`` when the checksum does not list the files (none written, or more files than
-    Delta lists there)."""
+def _checksum_files(snapshot: Any) -> list[tuple[Any, int, str | None]] | None:
+    """Each data file of ``snapshot`` (Delta's ``AddFile``), with its size and statistics (JSON),
+    from the version's checksum; ``None`` when the checksum does not list the files (none written,
+    or more files than Delta lists there)."""
     files = _listed_files(snapshot)
     if files is None:
         return None
-    listed: list[tuple[int, str | None]] = []
+    listed: list[tuple[Any, int, str | None]] = []
     each = files.iterator()
     while each.hasNext():
         add = each.next()
         stats = add.stats()
-        listed.append((int(add.size()), str(stats) if stats is not None else None))
+        listed.append((add, int(add.size()), str(stats) if stats is not None else None))
         if len(listed) > MAX_BOUNDED_FILES:
             return None
     return listed
@@ -295,11 +305,18 @@ def read_pinned(spark: SparkSession, path: str) -> DataFrame:
     return spark.read.format("delta").option("versionAsOf", version).load(path)
 
 
-def read_listed(spark: SparkSession, path: str) -> DataFrame | None:
+def read_listed(
+    spark: SparkSession, path: str, *, within: tuple[str, Callable[[Any, Any], bool]] | None = None
+) -> DataFrame | None:
     """The table as of its latest version now, read from the list of that version's files in the
     checksum Delta writes beside each commit (Delta lists them there for tables of fewer than 50
     files); ``None`` when the checksum does not list them: read the version with
     :func:`read_pinned` then.
+
+    ``within``: (column, overlaps): leave out the files whose statistics bound ``column`` to values
+    from ``low`` to ``high`` for which ``overlaps(low, high)`` is false, as Delta's file skipping
+    would for a predicate that only such values can meet (a batch's key ranges), but without its
+    Spark job over the file list. Files without such statistics are read.
 
     Reading a version through Delta reconstructs the version's state from its log first (a Spark
     job over the commits since the last checkpoint, and a cached frame of the result) when that
@@ -314,8 +331,31 @@ def read_listed(spark: SparkSession, path: str) -> DataFrame | None:
     files = _listed_files(snapshot) if snapshot.version() >= 0 else None
     if files is None:
         return None
+    if within is not None:
+        files = _files_within(spark, snapshot, files, *within)
     none = jclass(spark, "scala.Option").empty()
     return DataFrame(snapshot.deltaLog().createDataFrame(snapshot, files, False, none), spark)
+
+
+def _files_within(
+    spark: SparkSession, snapshot: Any, files: Any, column: str, overlaps: Callable[[Any, Any], bool]
+) -> Any:
+    """``files`` (a Scala sequence of ``snapshot``'s ``AddFile``) but those whose statistics bound
+    ``column`` to values that ``overlaps`` refuses (see :func:`read_listed`); ``files`` itself when
+    the statistics cannot bound the column or leave out no file."""
+    bounded = _bounded_field(snapshot, column)
+    listed = _checksum_files(snapshot) if bounded is not None else None
+    if bounded is None or listed is None:
+        return files
+    bounds = _bounds_of([(size, stats) for _, size, stats in listed], bounded.name, bounded.dataType)
+    if bounds is None:
+        return files
+    kept = [
+        add
+        for (add, _, _), (low, high, _) in zip(listed, bounds, strict=True)
+        if low is None or high is None or overlaps(low, high)
+    ]
+    return files if len(kept) == len(listed) else scala_seq(spark, kept)
 
 
 def _listed_files(snapshot: Any) -> Any | None:

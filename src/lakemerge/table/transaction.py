@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from lakemerge.errors import AccountingError
-from lakemerge.spark.jvm import jclass
+from lakemerge.spark.jvm import jclass, scala_map, scala_seq
 from lakemerge.table.delta import DELTA_LOG, checksum_txn_version
 
 if TYPE_CHECKING:
@@ -122,12 +122,12 @@ def append_with_record(
     option = jclass(spark, "scala.Option")
     none = option.empty()
     options = jclass(spark, "org.apache.spark.sql.delta.DeltaOptions")(
-        _scala_map(spark, {"mergeSchema": "true", "txnAppId": app_id, "txnVersion": str(txn_version)}),
+        scala_map(spark, {"mergeSchema": "true", "txnAppId": app_id, "txnVersion": str(txn_version)}),
         session.sessionState().conf(),
     )
     append = jclass(spark, "org.apache.spark.sql.SaveMode").Append
     command = jclass(spark, _WRITE)(
-        log, append, options, _scala_seq(spark, []), _scala_map(spark, {}), rows._jdf, none, none, False
+        log, append, options, scala_seq(spark, []), scala_map(spark, {}), rows._jdf, none, none, False
     )
     written = command.writeAndReturnCommitData(txn, session, none, False)
     metadata = record()
@@ -154,17 +154,3 @@ def _txn_version(txn: Any, app_id: str) -> int:
             reads.addOne(app_id)
             return listed
     return int(txn.txnVersion(app_id))
-
-
-def _scala_map(spark: SparkSession, items: Mapping[str, str]) -> Any:
-    java = jclass(spark, "java.util.HashMap")()
-    for key, value in items.items():
-        java.put(key, value)
-    return jclass(spark, "org.apache.spark.api.python.PythonUtils").toScalaMap(java)
-
-
-def _scala_seq(spark: SparkSession, items: list[Any]) -> Any:
-    java = jclass(spark, "java.util.ArrayList")()
-    for item in items:
-        java.add(item)
-    return jclass(spark, "scala.jdk.javaapi.CollectionConverters").asScala(java).toSeq()
