@@ -22,7 +22,7 @@ from lakemerge.spark import tuning
 from lakemerge.spark.scoped import scoped_conf
 from lakemerge.table import delta as delta_module
 from lakemerge.table.delta import file_key_bounds
-from tests.helpers import jobs_of, read_table, write_lines
+from tests.helpers import jobs_of, read_log_view, read_table, write_lines
 from tests.oracle import apply_batch, state_rows
 
 COLUMNS = ("id", "seq", "v")
@@ -371,6 +371,28 @@ def test_a_small_table_is_read_whole_without_ranges_or_their_check(
     assert read_table(table.path, list(COLUMNS)) == sorted(
         state_rows(state, COLUMNS), key=lambda r: [(v is None, str(v)) for v in r.values()]
     )
+
+
+@pytest.mark.small_tables_whole
+def test_a_log_batch_reading_its_table_whole_lists_its_files_without_delta_s_file_skipping(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A small table is read whole, without key ranges: its files come from the checksum's list,
+    with no Spark job for Delta's file skipping (it had nothing to skip)."""
+    table = _table(tmp_path, "log")
+    state = _clustered(spark, table, keys=400, files=8)
+    batches = [
+        [{"id": 5 + n, "seq": 2, "op": "U", "v": f"x{n}"}, {"id": 500 + n, "seq": 2, "op": "D", "v": None}]
+        for n in range(3)
+    ]
+    for number, batch in enumerate(batches[:2]):
+        _apply(spark, table, tmp_path / f"b{number}", batch)
+    ran = jobs_of(spark, lambda: _apply(spark, table, tmp_path / "b2", batches[2]))
+    assert any("writeAndReturnCommitData" in job for job in ran)
+    assert not [job for job in ran if "Filtering files" in job], ran
+    for number, batch in enumerate(batches):
+        state, _ = apply_batch(state, [(f"b{number}.csv", batch)], key=("id",))
+    assert read_log_view(table.path, table.log_table, "id", COLUMNS) == state_rows(state, COLUMNS)
 
 
 def test_a_batch_counts_its_rows_and_finds_its_key_ranges_in_one_spark_job(spark: Any, tmp_path: Path) -> None:

@@ -279,7 +279,11 @@ def plan_batch(
         sides: dict[str, DataFrame] = {}
         if exists:
             # In log mode the stored state is the merged view, so late/tombstone/partial rules hold.
-            sides = log.read_sides(spark, table, listed=query is not None, ranges=ranges) if table.log_mode else {}
+            # Without truncates, a batch filters that view by its key ranges or by nothing: its
+            # files are listed here, and Delta's file skipping would have nothing to add.
+            if table.log_mode:
+                listed = not any(f.truncate_codes for f in table.feeds)
+                sides = log.read_sides(spark, table, listed=listed, ranges=ranges)
             stored = log.merged(table, sides) if table.log_mode else delta.read_pinned(spark, table.path)
             assert stored is not None
             _check_table_columns(table, stored.columns)
