@@ -146,6 +146,57 @@ def test_counts_that_do_not_add_up_commit_nothing(
     assert {r["k"] for r in view(spark, table)} == {1, 3, 4, 5}
 
 
+def test_a_log_batch_reads_its_changes_without_caching_them(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Caching a batch's changes cost more than reading them again: nothing is cached while a log
+    batch writes (a copy-on-write batch, which reads them many times, caches them)."""
+    persisted: list[int] = []
+    real = transaction.append_with_record
+
+    def spy(spark_: Any, *args: Any, **kwargs: Any) -> int | None:
+        persisted.append(int(spark_.sparkContext._jsc.sc().getPersistentRDDs().size()))
+        return real(spark_, *args, **kwargs)
+
+    monkeypatch.setattr(transaction, "append_with_record", spy)
+    table = config(tmp_path, "t")
+    drop(tmp_path, table, 0, BATCHES[0])
+    lakemerge.apply_table(table, spark=spark)
+    drop(tmp_path, table, 1, BATCHES[1])
+    before = int(spark.sparkContext._jsc.sc().getPersistentRDDs().size())
+    lakemerge.apply_table(table, spark=spark)
+    assert persisted[-1] == before
+    assert {r["k"] for r in view(spark, table)} == {1, 3, 4, 5}
+
+
+def test_a_feed_file_changed_while_its_log_batch_runs_commits_nothing(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The changes are read more than once: a file rewritten between those reads is refused before
+    the commit, named, and the rerun applies what the file holds then."""
+    table = config(tmp_path, "t")
+    drop(tmp_path, table, 0, BATCHES[0])
+    lakemerge.apply_table(table, spark=spark)
+    drop(tmp_path, table, 1, BATCHES[1])
+    before = deltalake.DeltaTable(table.log_table).version()
+    real = lakemerge.commit._append_counting
+    target = tmp_path / f"in-{table.name}" / "b01_1.csv"
+
+    def rewritten(*args: Any, **kwargs: Any) -> Any:
+        write_lines(target, ["k,seq,op,a,b", "5,2,U,a5,b5", "6,2,U,a6,b6"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(lakemerge.commit, "_append_counting", rewritten)
+    with pytest.raises(lakemerge.InputError, match="changed while its batch was read") as raised:
+        lakemerge.apply_table(table, spark=spark)
+    assert "b01_1.csv" in str(raised.value)
+    assert deltalake.DeltaTable(table.log_table).version() == before
+    monkeypatch.setattr(lakemerge.commit, "_append_counting", real)
+    result = lakemerge.apply_table(table, spark=spark)
+    assert result.version == before + 1 and result.metrics.rows_read == 6
+    assert {r["k"] for r in view(spark, table)} == {1, 3, 4, 5, 6}
+
+
 @pytest.fixture(params=["checksum", "delta lookup"])
 def lookup(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """How a batch finds the log's last batch number when it commits: from the checksum Delta

@@ -14,8 +14,9 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from lakemerge.apply import Outcome, log, scd2, write_changes
-from lakemerge.errors import AccountingError
+from lakemerge.errors import AccountingError, InputError
 from lakemerge.feeds import columns as C
+from lakemerge.feeds.files import first_changed
 from lakemerge.plan import BatchPlan, remembered, with_outcomes
 from lakemerge.results import BatchMetrics, BatchResult
 from lakemerge.spark.errors import translate
@@ -119,6 +120,15 @@ def _append_counting(spark: SparkSession, plan: BatchPlan, record: dict[str, Any
     found: list[BatchMetrics] = []
 
     def completed() -> str:
+        # The changes were read more than once (uncached): a file that changed meanwhile could
+        # have given each read other rows.
+        changed = first_changed(spark, plan.files)
+        if changed is not None:
+            raise InputError(
+                "file changed while its batch was read (its size or time are not what was listed); nothing "
+                "was committed: give new content a new name",
+                path=changed,
+            )
         counts = counted()
         by_op = [(outcome, op, counts[f"{outcome}_{op}"]) for outcome, op in pairs]
         if sum(n for _, _, n in by_op) != counts["all"]:

@@ -198,8 +198,9 @@ def plan_batch(
 ) -> BatchPlan | NothingPending:
     """Read and classify the next batch of ``table``.
 
-    ``counted=False`` (``log`` tables only): leave the classified changes uncached and uncounted;
-    :func:`commit_batch` counts them in the same Spark job that appends them to the log.
+    ``counted=False`` (``log`` tables only): leave the changes and their classification uncached
+    and uncounted; :func:`commit_batch` counts them in the same Spark job that appends them to the
+    log.
 
     Raises:
         InputError: a path is missing or a record is bad.
@@ -222,7 +223,12 @@ def plan_batch(
         changes = _read_changes(spark, table, chosen, batch_number=txn + 1)
     except Exception as exc:
         raise (translate(exc, reading=True) or exc) from exc
-    frame = changes.frame.persist(StorageLevel.MEMORY_AND_DISK)
+    # A counted plan reads its changes again and again (counts, classification, the commit's
+    # passes): they are cached. An uncounted log batch reads them three times, each for a few
+    # columns but one: caching them cost more than those reads (a batch of 1.5 M changes spent
+    # 2.4 s of 9.5 building the cache; bench/RESULTS.md, "Seventeenth session"). Its counts are
+    # checked to add up at the commit, so a feed file that changed between the reads commits nothing.
+    frame = changes.frame.persist(StorageLevel.MEMORY_AND_DISK) if counted else changes.frame
     frames = [frame]
     settings: dict[str, str | None] = {}
     own = tuning.session_settings(spark) if own_settings is None else own_settings

@@ -155,3 +155,19 @@ def _java_message(exc: Exception) -> str:
 def total_bytes(files: Sequence[FeedFile]) -> int:
     """Sum of the files' sizes."""
     return sum(f.size for f in files)
+
+
+def first_changed(spark: SparkSession, files: Sequence[FeedFile]) -> str | None:
+    """The first of ``files`` that is gone, or whose size or modification time is no longer the
+    listed one; ``None`` when none changed (Hadoop keeps one filesystem object per scheme and
+    host, so this is a status call per file)."""
+    hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
+    for item in files:
+        path = jclass(spark, "org.apache.hadoop.fs.Path")(item.path)
+        try:
+            status = path.getFileSystem(hadoop_conf).getFileStatus(path)
+        except Exception:  # py4j wraps Java's FileNotFoundException
+            return item.path
+        if int(status.getLen()) != item.size or int(status.getModificationTime()) != item.modified:
+            return item.path
+    return None
