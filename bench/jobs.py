@@ -8,6 +8,9 @@ prints each batch's time (and the driver JVM's time compiling and collecting gar
 and, for the last one, every Spark job it ran: when it started after the
 batch did, how long it took, its tasks and where it came from (the lakemerge line, or Delta's
 description such as "Filtering files for query"). The gaps between jobs are the driver's planning.
+Then every stage of those jobs: its tasks, their summed run time, and the records it read from files
+or the cache (``in``) and from a shuffle (``shuffled``) and wrote (``out``): a stage of one task
+over many rows runs on one core.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ def main(argv: list[str]) -> int:
         )
         if number == len(batches):
             for line in _jobs_since(store, began_ms):
+                print(line)
+            for line in _stages_since(spark, store, began_ms):
                 print(line)
     spark.stop()
     peers.clean(path)
@@ -82,6 +87,39 @@ def _jobs_since(store: object, began_ms: float) -> list[str]:
     return [
         f"  +{at:6.0f} ms {took:5d} ms  job {job_id:4d}  tasks {tasks:3d}  {where}"
         for at, took, job_id, tasks, where in sorted(rows)
+    ]
+
+
+def _stages_since(spark: object, store: object, began_ms: float) -> list[str]:
+    """One line per stage submitted after ``began_ms`` (epoch milliseconds), in submission order."""
+    gateway = spark.sparkContext._gateway  # type: ignore[attr-defined]
+    no_quantiles = gateway.new_array(gateway.jvm.double, 0)
+    stages = store.stageList(None, False, False, no_quantiles, None)  # type: ignore[attr-defined]
+    rows = []
+    for index in range(stages.size()):
+        stage = stages.apply(index)
+        submitted = stage.submissionTime()
+        if not submitted.isDefined() or submitted.get().getTime() < began_ms:
+            continue
+        start = submitted.get().getTime()
+        completed = stage.completionTime()
+        end = completed.get().getTime() if completed.isDefined() else start
+        rows.append(
+            (
+                start - began_ms,
+                end - start,
+                stage.stageId(),
+                stage.numTasks(),
+                stage.executorRunTime(),
+                stage.inputRecords(),
+                stage.shuffleReadRecords(),
+                stage.outputRecords(),
+            )
+        )
+    return [
+        f"  +{at:6.0f} ms {took:5d} ms  stage {number:4d}  tasks {tasks:3d}  run {run:5d} ms  "
+        f"in {read:8d}  shuffled {shuffled:8d}  out {out:8d}"
+        for at, took, number, tasks, run, read, shuffled, out in sorted(rows)
     ]
 
 
