@@ -18,6 +18,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 
 def main(argv: list[str]) -> int:
@@ -69,21 +70,29 @@ def _jvm_clock(spark: object) -> Callable[[], tuple[float, float]]:
     return read
 
 
-def _jobs_since(store: object, began_ms: float) -> list[str]:
-    """One line per job submitted after ``began_ms`` (epoch milliseconds), in submission order."""
-    jobs = store.jobsList(None)  # type: ignore[attr-defined]
-    rows = []
-    for index in range(jobs.size()):
-        job = jobs.apply(index)
-        submitted = job.submissionTime()
+def _since(items: Any, began_ms: float) -> list[tuple[float, int, Any]]:
+    """Of a Scala sequence of Spark's job or stage data, those submitted after ``began_ms`` (epoch
+    milliseconds): when each started after ``began_ms``, how long it took (ms), and the item."""
+    found = []
+    for index in range(items.size()):
+        item = items.apply(index)
+        submitted = item.submissionTime()
         if not submitted.isDefined() or submitted.get().getTime() < began_ms:
             continue
         start = submitted.get().getTime()
-        completed = job.completionTime()
+        completed = item.completionTime()
         end = completed.get().getTime() if completed.isDefined() else start
+        found.append((start - began_ms, end - start, item))
+    return found
+
+
+def _jobs_since(store: object, began_ms: float) -> list[str]:
+    """One line per job submitted after ``began_ms`` (epoch milliseconds), in submission order."""
+    rows = []
+    for at, took, job in _since(store.jobsList(None), began_ms):  # type: ignore[attr-defined]
         description = job.description()
         where = str(description.get()) if description.isDefined() else str(job.name())
-        rows.append((start - began_ms, end - start, job.jobId(), job.numTasks(), where[:100]))
+        rows.append((at, took, job.jobId(), job.numTasks(), where[:100]))
     return [
         f"  +{at:6.0f} ms {took:5d} ms  job {job_id:4d}  tasks {tasks:3d}  {where}"
         for at, took, job_id, tasks, where in sorted(rows)
@@ -91,31 +100,24 @@ def _jobs_since(store: object, began_ms: float) -> list[str]:
 
 
 def _stages_since(spark: object, store: object, began_ms: float) -> list[str]:
-    """One line per stage submitted after ``began_ms`` (epoch milliseconds), in submission order."""
+    """One line per stage submitted after ``began_ms`` (epoch milliseconds), in submission order:
+    its tasks, their summed run time and the records it read (files or cache), shuffled in and wrote."""
     gateway = spark.sparkContext._gateway  # type: ignore[attr-defined]
     no_quantiles = gateway.new_array(gateway.jvm.double, 0)
     stages = store.stageList(None, False, False, no_quantiles, None)  # type: ignore[attr-defined]
-    rows = []
-    for index in range(stages.size()):
-        stage = stages.apply(index)
-        submitted = stage.submissionTime()
-        if not submitted.isDefined() or submitted.get().getTime() < began_ms:
-            continue
-        start = submitted.get().getTime()
-        completed = stage.completionTime()
-        end = completed.get().getTime() if completed.isDefined() else start
-        rows.append(
-            (
-                start - began_ms,
-                end - start,
-                stage.stageId(),
-                stage.numTasks(),
-                stage.executorRunTime(),
-                stage.inputRecords(),
-                stage.shuffleReadRecords(),
-                stage.outputRecords(),
-            )
+    rows = [
+        (
+            at,
+            took,
+            s.stageId(),
+            s.numTasks(),
+            s.executorRunTime(),
+            s.inputRecords(),
+            s.shuffleReadRecords(),
+            s.outputRecords(),
         )
+        for at, took, s in _since(stages, began_ms)
+    ]
     return [
         f"  +{at:6.0f} ms {took:5d} ms  stage {number:4d}  tasks {tasks:3d}  run {run:5d} ms  "
         f"in {read:8d}  shuffled {shuffled:8d}  out {out:8d}"

@@ -121,14 +121,19 @@ def test_counting_while_appending_gives_what_counting_first_gives(spark: Any, tm
     assert 2 not in rows and 4 not in rows
 
 
-def test_counts_that_do_not_add_up_commit_nothing(
-    spark: Any, tmp_path: Path, calls: list[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _second_batch_pending(spark: Any, tmp_path: Path) -> tuple[lakemerge.TableConfig, int]:
+    """A log table given its first batch, with the second batch's files in its feed; the log's version."""
     table = config(tmp_path, "t")
     drop(tmp_path, table, 0, BATCHES[0])
     lakemerge.apply_table(table, spark=spark)
     drop(tmp_path, table, 1, BATCHES[1])
-    before = deltalake.DeltaTable(table.log_table).version()
+    return table, deltalake.DeltaTable(table.log_table).version()
+
+
+def test_counts_that_do_not_add_up_commit_nothing(
+    spark: Any, tmp_path: Path, calls: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table, before = _second_batch_pending(spark, tmp_path)
     real = lakemerge.commit.with_outcomes
 
     def miscounted(*args: Any, **kwargs: Any) -> lakemerge.BatchMetrics:
@@ -159,10 +164,7 @@ def test_a_log_batch_reads_its_changes_without_caching_them(
         return real(spark_, *args, **kwargs)
 
     monkeypatch.setattr(transaction, "append_with_record", spy)
-    table = config(tmp_path, "t")
-    drop(tmp_path, table, 0, BATCHES[0])
-    lakemerge.apply_table(table, spark=spark)
-    drop(tmp_path, table, 1, BATCHES[1])
+    table, _ = _second_batch_pending(spark, tmp_path)
     before = int(spark.sparkContext._jsc.sc().getPersistentRDDs().size())
     lakemerge.apply_table(table, spark=spark)
     assert persisted[-1] == before
@@ -174,11 +176,7 @@ def test_a_feed_file_changed_while_its_log_batch_runs_commits_nothing(
 ) -> None:
     """The changes are read more than once: a file rewritten between those reads is refused before
     the commit, named, and the rerun applies what the file holds then."""
-    table = config(tmp_path, "t")
-    drop(tmp_path, table, 0, BATCHES[0])
-    lakemerge.apply_table(table, spark=spark)
-    drop(tmp_path, table, 1, BATCHES[1])
-    before = deltalake.DeltaTable(table.log_table).version()
+    table, before = _second_batch_pending(spark, tmp_path)
     real = lakemerge.commit._append_counting
     target = tmp_path / f"in-{table.name}" / "b01_1.csv"
 
