@@ -15,6 +15,7 @@ import deltalake
 import pytest
 
 import lakemerge
+import lakemerge.batch
 import lakemerge.commit
 import lakemerge.plan
 from lakemerge.spark.scoped import scoped_conf
@@ -154,21 +155,26 @@ def test_counts_that_do_not_add_up_commit_nothing(
 def test_a_log_batch_reads_its_changes_without_caching_them(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Caching a batch's changes cost more than reading them again: nothing is cached while a log
-    batch writes (a copy-on-write batch, which reads them many times, caches them)."""
-    persisted: list[int] = []
-    real = transaction.append_with_record
+    """Caching a batch's changes cost more than reading them again: a log batch's plan caches
+    nothing (a copy-on-write batch, which reads them many times, caches them)."""
+    from pyspark import StorageLevel
 
-    def spy(spark_: Any, *args: Any, **kwargs: Any) -> int | None:
-        persisted.append(int(spark_.sparkContext._jsc.sc().getPersistentRDDs().size()))
-        return real(spark_, *args, **kwargs)
+    planned: list[Any] = []
+    real = lakemerge.batch.plan_batch
 
-    monkeypatch.setattr(transaction, "append_with_record", spy)
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        plan = real(*args, **kwargs)
+        planned.append([frame.storageLevel for frame in (*plan.frames, plan.classified)])
+        return plan
+
+    monkeypatch.setattr(lakemerge.batch, "plan_batch", spy)
     table, _ = _second_batch_pending(spark, tmp_path)
-    before = int(spark.sparkContext._jsc.sc().getPersistentRDDs().size())
     lakemerge.apply_table(table, spark=spark)
-    assert persisted[-1] == before
+    assert planned and all(level == StorageLevel.NONE for level in planned[-1]), planned
     assert {r["k"] for r in view(spark, table)} == {1, 3, 4, 5}
+    cow = table.model_copy(update={"name": "cow", "path": str(tmp_path / "cow"), "write_mode": "copy_on_write"})
+    lakemerge.apply_table(cow, spark=spark)
+    assert planned[-1][0] == StorageLevel.MEMORY_AND_DISK
 
 
 def test_a_feed_file_changed_while_its_log_batch_runs_commits_nothing(

@@ -169,6 +169,25 @@ def test_files_outside_the_batch_key_ranges_are_never_read(spark: Any, tmp_path:
     assert rows == sorted(wanted, key=lambda r: r["id"])
 
 
+@pytest.mark.parametrize("mode", ["copy_on_write", "log"])
+def test_a_batch_keyed_unlike_the_table_is_refused_by_the_schema_check(spark: Any, tmp_path: Path, mode: str) -> None:
+    """Key ranges are found before the batch's columns are checked against the table's: string keys
+    against a table's numeric statistics prune nothing, and the schema check names the column."""
+    table = _table(tmp_path, mode)
+    _clustered(spark, table, keys=400, files=8)
+    feed = lakemerge.FeedConfig(
+        location=(str(tmp_path / "in"),),
+        format="csv",
+        header=True,
+        schema="id STRING, seq BIGINT, op STRING, v STRING",
+        op_column="op",
+    )
+    table = table.model_copy(update={"feed": feed})
+    with pytest.raises(lakemerge.SchemaError, match="id"):
+        _apply(spark, table, tmp_path / "b1", [{"id": "12", "seq": 2, "op": "U", "v": "x"}])
+    assert deltalake.DeltaTable(table.path).version() == 0
+
+
 def test_a_listed_read_within_key_ranges_leaves_out_only_the_files_they_miss(spark: Any, tmp_path: Path) -> None:
     """delta.read_listed(within=): the files of the checksum's list whose key statistics meet the
     ranges, and all of them where statistics cannot bound the key (a string, a partition column, no
@@ -239,6 +258,9 @@ def test_the_share_of_bytes_outside_the_ranges_counts_only_files_known_to_lie_ou
     assert skipped_share(files, ranges) == pytest.approx(900 / 2000)
     assert skipped_share([(0, 100, 7)], ranges) == 0.0
     assert skipped_share([], ranges) is None
+    # A batch's key typed unlike the table's: nothing is left out (the batch's schema check refuses it).
+    names = KeyRanges(column="id", ranges=(("a", "q"),))
+    assert names.overlaps(0, 9) and skipped_share(files, names) == 0.0
 
 
 def test_file_key_bounds_come_from_the_delta_log_and_refuse_what_statistics_cannot_bound(

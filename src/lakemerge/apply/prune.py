@@ -53,8 +53,13 @@ class KeyRanges:
         return condition if condition is not None else F.lit(False)
 
     def overlaps(self, low: Any, high: Any) -> bool:
-        """Whether a file whose keys lie from ``low`` to ``high`` may hold a key of the ranges."""
-        return any(a <= high and low <= b for a, b in self.ranges)
+        """Whether a file whose keys lie from ``low`` to ``high`` may hold a key of the ranges; also
+        when the two do not compare (a batch's key typed unlike the table's, which the batch's
+        schema check then refuses with its own error)."""
+        try:
+            return any(a <= high and low <= b for a, b in self.ranges)
+        except TypeError:
+            return True
 
 
 #: The column that tells the rows of a :class:`RangeQuery` (and of what they are collected with)

@@ -158,16 +158,26 @@ def total_bytes(files: Sequence[FeedFile]) -> int:
 
 
 def first_changed(spark: SparkSession, files: Sequence[FeedFile]) -> str | None:
-    """The first of ``files`` that is gone, or whose size or modification time is no longer the
-    listed one; ``None`` when none changed (Hadoop keeps one filesystem object per scheme and
-    host, so this is a status call per file)."""
+    """The first of ``files`` that is gone, or whose size or modification time (to the second: an
+    object store's listing and its status call give the time to different precisions) is no longer
+    the listed one; ``None`` when none changed. One status call per file (Hadoop keeps one
+    filesystem object per scheme and host).
+
+    Raises:
+        InputError: a file's status cannot be read (other than its being gone).
+    """
+    from py4j.protocol import Py4JJavaError
+
     hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
     for item in files:
         path = jclass(spark, "org.apache.hadoop.fs.Path")(item.path)
         try:
             status = path.getFileSystem(hadoop_conf).getFileStatus(path)
-        except Exception:  # py4j wraps Java's FileNotFoundException
-            return item.path
-        if int(status.getLen()) != item.size or int(status.getModificationTime()) != item.modified:
+        except Py4JJavaError as exc:
+            if "FileNotFoundException" in str(exc.java_exception.getClass().getName()):
+                return item.path
+            raise InputError(f"cannot read the file's status: {_java_message(exc)}", path=item.path) from None
+        same_time = int(status.getModificationTime()) // 1000 == item.modified // 1000
+        if int(status.getLen()) != item.size or not same_time:
             return item.path
     return None
