@@ -36,12 +36,12 @@ def _prune_small_tables(request: pytest.FixtureRequest, monkeypatch: pytest.Monk
         monkeypatch.setattr(prune_module, "MIN_PRUNED_BYTES", 0)
 
 
-def _table(tmp_path: Path, write_mode: str = "copy_on_write") -> lakemerge.TableConfig:
+def _table(tmp_path: Path, write_mode: str = "copy_on_write", key_type: str = "BIGINT") -> lakemerge.TableConfig:
     feed = lakemerge.FeedConfig(
         location=(str(tmp_path / "in"),),
         format="csv",
         header=True,
-        schema="id BIGINT, seq BIGINT, op STRING, v STRING",
+        schema=f"id {key_type}, seq BIGINT, op STRING, v STRING",
         op_column="op",
     )
     return lakemerge.TableConfig(
@@ -173,16 +173,8 @@ def test_files_outside_the_batch_key_ranges_are_never_read(spark: Any, tmp_path:
 def test_a_batch_keyed_unlike_the_table_is_refused_by_the_schema_check(spark: Any, tmp_path: Path, mode: str) -> None:
     """Key ranges are found before the batch's columns are checked against the table's: string keys
     against a table's numeric statistics prune nothing, and the schema check names the column."""
-    table = _table(tmp_path, mode)
-    _clustered(spark, table, keys=400, files=8)
-    feed = lakemerge.FeedConfig(
-        location=(str(tmp_path / "in"),),
-        format="csv",
-        header=True,
-        schema="id STRING, seq BIGINT, op STRING, v STRING",
-        op_column="op",
-    )
-    table = table.model_copy(update={"feed": feed})
+    _clustered(spark, _table(tmp_path, mode), keys=400, files=8)
+    table = _table(tmp_path, mode, key_type="STRING")
     with pytest.raises(lakemerge.SchemaError, match="id"):
         _apply(spark, table, tmp_path / "b1", [{"id": "12", "seq": 2, "op": "U", "v": "x"}])
     assert deltalake.DeltaTable(table.path).version() == 0

@@ -226,8 +226,8 @@ def plan_batch(
     # A counted plan reads its changes again and again (counts, classification, the commit's
     # passes): they are cached. An uncounted log batch reads them three times, each for a few
     # columns but one: caching them cost more than those reads (a batch of 1.5 M changes spent
-    # 2.4 s of 9.5 building the cache; bench/RESULTS.md, "Seventeenth session"). Its counts are
-    # checked to add up at the commit, so a feed file that changed between the reads commits nothing.
+    # 2.4 s of 9.5 building the cache; bench/RESULTS.md, "Seventeenth session"). Its commit checks
+    # that no feed file changed since it was listed, so one rewritten between the reads commits nothing.
     frame = changes.frame.persist(StorageLevel.MEMORY_AND_DISK) if counted else changes.frame
     frames = [frame]
     settings: dict[str, str | None] = {}
@@ -352,7 +352,7 @@ def plan_batch(
             # Only a batch that can touch nothing but its own keys is pruned (a truncate or a
             # snapshot reaches every stored row), and only on a table that is not small.
             if not whole and truncate.before is None and query is None:
-                ranges = _paying(spark, list(sides) or [table.path], key_ranges(valid, table.key))
+                ranges = _paying(spark, _stored_paths(spark, table), key_ranges(valid, table.key))
             of_keys = table.log_mode and stored is not None and keyed and not selection.snapshots
             candidates = stored
             if of_keys:
