@@ -71,6 +71,15 @@ def jobs_of(spark: Any, action: Any) -> list[str]:
     return [what for job_id, what in sorted(jobs().items()) if job_id not in before]
 
 
+def classes_compiled(spark: Any, action: Any) -> int:
+    """How many classes Spark compiled for generated code while ``action()`` ran (new code: a
+    stage whose code is in Spark's cache compiles none)."""
+    compiled = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+    before = int(compiled.getCount())
+    action()
+    return int(compiled.getCount()) - before
+
+
 def csv_table(root: Path, mode: str = "copy_on_write") -> Any:
     """Table ``t`` under ``root`` in write ``mode``, key ``k`` (int), sequence ``seq`` (bigint), fed
     CSV files with a header and an ``op`` column from ``root / "in"``."""

@@ -22,7 +22,7 @@ from lakemerge.spark import tuning
 from lakemerge.spark.scoped import scoped_conf
 from lakemerge.table import delta as delta_module
 from lakemerge.table.delta import file_key_bounds
-from tests.helpers import jobs_of, read_log_view, read_table, write_lines
+from tests.helpers import classes_compiled, jobs_of, read_log_view, read_table, write_lines
 from tests.oracle import apply_batch, state_rows
 
 COLUMNS = ("id", "seq", "v")
@@ -116,11 +116,29 @@ def test_keys_spread_evenly_get_one_range_and_a_few_keys_keep_their_gaps(spark: 
         ]
 
 
-@pytest.mark.parametrize("mode", ["copy_on_write", "log"])
-def test_files_outside_the_batch_key_ranges_are_never_read(spark: Any, tmp_path: Path, mode: str) -> None:
+#: A ``log`` table whose checksum lists none of its files (one of many files): Delta's file
+#: skipping chooses the files its batches read.
+THROUGH_DELTA = "log, table read through Delta"
+
+
+def _unlisted(monkeypatch: pytest.MonkeyPatch, table: lakemerge.TableConfig) -> None:
+    """Make ``table``'s own files unlisted (see :data:`THROUGH_DELTA`); its log's stay listed."""
+    listed = delta_module.read_listed
+    monkeypatch.setattr(
+        delta_module, "read_listed", lambda spark, path, **kw: None if path == table.path else listed(spark, path, **kw)
+    )
+
+
+@pytest.mark.parametrize("mode", ["copy_on_write", "log", THROUGH_DELTA])
+def test_files_outside_the_batch_key_ranges_are_never_read(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
     """In ``log`` mode the table's files are chosen by lakemerge from the list in Delta's checksum
-    (no Spark job for Delta's file skipping); in copy-on-write mode Delta's file skipping chooses."""
-    table = _table(tmp_path, mode)
+    (no Spark job for Delta's file skipping); in copy-on-write mode, and for a ``log`` table whose
+    checksum lists no files, Delta's file skipping chooses."""
+    table = _table(tmp_path, "log" if mode.startswith("log") else mode)
+    if mode == THROUGH_DELTA:
+        _unlisted(monkeypatch, table)
     state = _clustered(spark, table, keys=400, files=8)
     batch = [
         {"id": 12, "seq": 2, "op": "U", "v": "x"},
@@ -156,7 +174,7 @@ def test_files_outside_the_batch_key_ranges_are_never_read(spark: Any, tmp_path:
         assert not [job for job in ran if "Filtering files" in job], ran
     expected, _ = apply_batch(state, [("batch.csv", batch)], key=("id",))
     wanted = [r for r in state_rows(expected, COLUMNS) if r["id"] < 50 or r["id"] >= 350]
-    if mode == "log":
+    if table.log_mode:
         # (The table's files that hold none of the batch's keys are gone: its keys' rows are the log's.)
         ids = {b["id"] for b in batch}
         logged = deltalake.DeltaTable(table.log_table).to_pyarrow_table().to_pylist()
@@ -167,6 +185,23 @@ def test_files_outside_the_batch_key_ranges_are_never_read(spark: Any, tmp_path:
         got = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(table.path))
         rows = pa.table(got.execute("SELECT id, seq, v FROM t WHERE id < 50 OR id >= 350 ORDER BY id")).to_pylist()
     assert rows == sorted(wanted, key=lambda r: r["id"])
+
+
+def test_a_log_batch_pruned_by_its_key_ranges_reuses_the_code_of_the_batch_before(spark: Any, tmp_path: Path) -> None:
+    """Neither a batch's key ranges nor its batch number are written into the code Spark generates:
+    a warm batch on other keys than the batch before compiles no new class (bench/RESULTS.md,
+    "Eighteenth session": new code costs every batch its compile and its run cold in the JVM)."""
+    table = _table(tmp_path, "log")
+    _clustered(spark, table, keys=400, files=8)
+    compiled = []
+    for number, centre in enumerate((20, 120, 220, 320), start=1):
+        batch = [{"id": centre + i, "seq": 5, "op": "UD"[i % 2], "v": f"b{number}"} for i in range(4)]
+        batch.append({"id": 1000 + number, "seq": 5, "op": "U", "v": "new"})
+        folder = tmp_path / f"b{number}"
+        compiled.append(classes_compiled(spark, lambda f=folder, b=batch: _apply(spark, table, f, b)))
+    assert compiled[-1] == 0, compiled
+    logged = deltalake.DeltaTable(table.log_table).to_pyarrow_table().to_pylist()
+    assert {r["id"]: r["_lm_batch"] for r in logged if r["id"] >= 1000} == {1000 + n: n for n in range(1, 5)}
 
 
 @pytest.mark.parametrize("mode", ["copy_on_write", "log"])
@@ -214,12 +249,19 @@ def test_a_listed_read_within_key_ranges_leaves_out_only_the_files_they_miss(spa
     assert kept is not None and len(kept.inputFiles()) == 4, "no statistics of id: every file is read"
 
 
-def test_pruned_batches_equal_the_oracle(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("mode", ["copy_on_write", "log", THROUGH_DELTA])
+def test_pruned_batches_equal_the_oracle(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
     """Pruned batches give the oracle's table. The classification join is the shuffled one here
-    (the bound lowered to 0); the broadcast one, used for small batches, is in every other test."""
+    (the bound lowered to 0); the broadcast one, used for small batches, is in every other test. A
+    ``log`` batch reads only the files that can hold its keys, from the checksum's list, or through
+    Delta's file skipping where the checksum lists none (a table of many files)."""
     monkeypatch.setattr(plan_module, "BROADCAST_ROWS", 0)
     rng = random.Random(1)
-    table = _table(tmp_path)
+    table = _table(tmp_path, "log" if mode.startswith("log") else mode)
+    if mode == THROUGH_DELTA:
+        _unlisted(monkeypatch, table)
     state = _clustered(spark, table, keys=300, files=6)
     tombstones: dict[tuple[Any, ...], Any] = {}
     for number in range(1, 4):
@@ -238,9 +280,12 @@ def test_pruned_batches_equal_the_oracle(spark: Any, tmp_path: Path, monkeypatch
             )
         state, _ = apply_batch(state, [("batch.csv", batch)], key=("id",), tombstones=tombstones)
         _apply(spark, table, tmp_path / f"b{number}", batch)
-        assert read_table(table.path, list(COLUMNS)) == sorted(
-            state_rows(state, COLUMNS), key=lambda r: [(v is None, str(v)) for v in r.values()]
+        got = (
+            read_log_view(table.path, table.log_table, "id", COLUMNS)
+            if table.log_mode
+            else read_table(table.path, list(COLUMNS))
         )
+        assert got == sorted(state_rows(state, COLUMNS), key=lambda r: [(v is None, str(v)) for v in r.values()])
 
 
 def test_the_share_of_bytes_outside_the_ranges_counts_only_files_known_to_lie_outside() -> None:

@@ -283,6 +283,7 @@ def plan_batch(
             ranges = _paying(spark, _stored_paths(spark, table), query.ranges(found))
         stored = None
         sides: dict[str, DataFrame] = {}
+        sides_within = False  # (the sides were read within the batch's key ranges)
         if exists:
             # In log mode the stored state is the merged view, so late/tombstone/partial rules hold.
             # Without truncates, a batch filters that view by its key ranges or by nothing: its
@@ -290,6 +291,7 @@ def plan_batch(
             if table.log_mode:
                 listed = not any(f.truncate_codes for f in table.feeds)
                 sides = log.read_sides(spark, table, listed=listed, ranges=ranges)
+                sides_within = ranges is not None
             stored = log.merged(table, sides) if table.log_mode else delta.read_pinned(spark, table.path)
             assert stored is not None
             _check_table_columns(table, stored.columns)
@@ -364,7 +366,9 @@ def plan_batch(
                 # A log table's deletes are in its log: tombstones committed with their batches
                 # (classify reduces them to the batch's keys, like the tombstone table's).
                 tombs = tombs.adding(log.tombstones(spark, table))
-            if candidates is not None and ranges is not None:
+            # The batch's own keys of sides read within its ranges need no filter by them: its
+            # literals would make new code for Spark to compile and the JVM to warm every batch.
+            if candidates is not None and ranges is not None and not (of_keys and sides_within):
                 candidates = candidates.filter(ranges.predicate())
             if table.log_mode and candidates is not None:
                 candidates = log.with_file_column(candidates)

@@ -26,7 +26,7 @@ from lakemerge.feeds import columns as C
 from lakemerge.table import delta
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
     from lakemerge.apply.prune import KeyRanges
@@ -90,8 +90,22 @@ def log_rows(
         )
     else:
         rows = rows.drop(*[C.AFTER_DELETE] if partial else [])
-    rows = rows.withColumn(LOG_BATCH, F.lit(txn_version).cast("bigint"))
+    rows = rows.withColumn(LOG_BATCH, batch_number(txn_version, F.col(f"`{table.key[0]}`")))
     return rows.coalesce(delta.files_for(writes))
+
+
+def batch_number(number: int, key: Column) -> Column:
+    """``number`` as a bigint column, kept out of the code Spark generates for the query.
+
+    Spark writes a long literal into the Java source it compiles for a stage, so a batch number
+    written as one makes every batch's stage new code: compiled by Janino and then run cold by the
+    JVM, every batch. A literal array is passed to the compiled code as an object instead, and the
+    index into it (0, from a column that is never null in a log row; either element is ``number``)
+    keeps the optimizer from folding the lookup back into a literal."""
+    from pyspark.sql import functions as F
+
+    both = F.array(F.lit(number).cast("bigint"), F.lit(number).cast("bigint"))
+    return both[key.isNull().cast("int")]
 
 
 def tombstones(spark: SparkSession, table: TableConfig) -> DataFrame | None:
@@ -198,14 +212,21 @@ def read_sides(
     Spark job for Delta's file skipping, and with ``ranges`` (those key ranges) both sides leave out
     the files whose key statistics miss them, as that skipping would. Without, the table is read
     through Delta, whose file skipping serves the caller's own filters. A side whose checksum lists
-    no files (more than Delta lists there) is read through Delta."""
+    no files (more than Delta lists there) is read through Delta, filtered by ``ranges`` for its file
+    skipping. Either way the files read may hold rows outside ``ranges``: a caller that reads only
+    the batch's own keys of them needs no other filter (whose literals, new with every batch, would
+    make Spark compile new code for it every batch)."""
     within = (ranges.column, ranges.overlaps) if ranges is not None else None
     sides: dict[str, DataFrame] = {}
     for path in (table.path, table.log_table):
         if not delta.table_exists(spark, path):
             continue
         found = delta.read_listed(spark, path, within=within) if listed or path == table.log_table else None
-        sides[path] = found if found is not None else delta.read_pinned(spark, path)
+        if found is None:
+            # Read through Delta, whose file skipping takes the ranges as a filter.
+            found = delta.read_pinned(spark, path)
+            found = found.filter(ranges.predicate()) if ranges is not None else found
+        sides[path] = found
     return sides
 
 
