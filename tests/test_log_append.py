@@ -12,12 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import deltalake
+import pyarrow as pa
 import pytest
 
 import lakemerge
 import lakemerge.batch
 import lakemerge.commit
 import lakemerge.plan
+from lakemerge.apply import log
 from lakemerge.spark.scoped import scoped_conf
 from lakemerge.table import delta, transaction
 from tests.helpers import jobs_of, write_lines
@@ -120,6 +122,25 @@ def test_counting_while_appending_gives_what_counting_first_gives(spark: Any, tm
     assert rows[5]["a"] == "z5" and rows[5]["b"] == "y5"  # the partial update folded
     assert rows[7]["c"] == "c7" and rows[3]["a"] == "a3"  # the new column; the late change ignored
     assert 2 not in rows and 4 not in rows
+    # Either way the log keeps statistics of its key and batch number only, with the new column too.
+    for path in (one.log_table, two.log_table):
+        stats = {name for name in pa.table(deltalake.DeltaTable(path).get_add_actions(flatten=True)).column_names}
+        assert {name for name in stats if name.startswith(("min.", "max."))} == {
+            "min.k",
+            "max.k",
+            "min._lm_batch",
+            "max._lm_batch",
+        }, stats
+
+
+def test_a_log_keeps_statistics_of_what_it_is_read_by_only(spark: Any) -> None:
+    """The log's statistics columns: its keys whose type Delta keeps statistics for (quoted, so that
+    any name works) and its batch number."""
+    table = config(Path("/x"), "t").model_copy(update={"key": ("k", "odd `name`, really", "blob")})
+    schema = spark.createDataFrame([], "k INT, `odd ``name``, really` STRING, blob BINARY, _lm_batch BIGINT").schema
+    assert log.properties(table, schema) == {
+        "delta.dataSkippingStatsColumns": "`k`, `odd ``name``, really`, `_lm_batch`"
+    }
 
 
 def _second_batch_pending(spark: Any, tmp_path: Path) -> tuple[lakemerge.TableConfig, int]:

@@ -143,7 +143,13 @@ def _append_counting(spark: SparkSession, plan: BatchPlan, record: dict[str, Any
 
     with _translated(), scoped_conf(spark, plan.settings or plan.own_settings):
         version = transaction.append_with_record(
-            spark, table.log_table, rows, record=completed, app_id=delta.TXN_APP_ID, txn_version=plan.txn_version
+            spark,
+            table.log_table,
+            rows,
+            record=completed,
+            app_id=delta.TXN_APP_ID,
+            txn_version=plan.txn_version,
+            properties=log.properties(table, rows.schema),
         )
     if version is None:
         raise Superseded()

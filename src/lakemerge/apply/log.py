@@ -40,7 +40,28 @@ def append(table: TableConfig, rows: DataFrame) -> None:
     """Append a batch's :func:`log_rows` to the log in one commit through the DataFrame writer (an
     empty append when it writes nothing, so that the batch's record exists). Call inside
     :func:`delta.commit_record`."""
-    rows.write.format("delta").mode("append").option("mergeSchema", "true").save(table.log_table)
+    writer = rows.write.format("delta").mode("append").option("mergeSchema", "true")
+    writer.options(**properties(table, rows.schema)).save(table.log_table)
+
+
+def properties(table: TableConfig, schema: StructType) -> dict[str, str]:
+    """The table properties a change log is created with (Delta ignores them on an append to a log
+    that exists), for log rows of ``schema``.
+
+    Delta collects statistics of the log's key columns and batch number only
+    (``delta.dataSkippingStatsColumns``), not of every column as it does by default: a log is
+    only ever read by key (a batch's key ranges leave out the files that cannot hold its keys) or
+    by batch number (compaction), and a predicate on any other column cannot reach it through the
+    merged view's ranking. Collecting them all cost about a third of the write of a large batch
+    (bench/RESULTS.md, "Eighteenth session"). A key of a type Delta keeps no statistics for
+    (binary, say) is left out, as Delta would refuse it."""
+    from pyspark.sql import types as T
+
+    eligible = (T.NumericType, T.StringType, T.DateType, T.TimestampType, T.TimestampNTZType, T.BooleanType)
+    types = {f.name.lower(): f.dataType for f in schema.fields}
+    columns = [c for c in table.key if isinstance(types.get(c.lower()), eligible)]
+    quoted = ", ".join("`" + c.replace("`", "``") + "`" for c in (*columns, LOG_BATCH))
+    return {"delta.dataSkippingStatsColumns": quoted}
 
 
 def log_rows(

@@ -104,10 +104,12 @@ def append_with_record(
     record: Callable[[], str],
     app_id: str,
     txn_version: int,
+    properties: Mapping[str, str] | None = None,
 ) -> int | None:
     """Append ``rows`` to the Delta table at ``path`` (created when missing, new columns added) and
     commit them with ``record()`` (a string) as the commit's userMetadata, under the transaction identifier
-    ``app_id`` / ``txn_version``; the version committed.
+    ``app_id`` / ``txn_version``; the version committed. ``properties``: the table's properties when
+    this append creates it (an existing table keeps its own).
 
     ``record`` is called after the rows are written, before the commit: the counts it reads from an
     :func:`observe`-d frame are complete then; what it raises aborts the commit. ``None``: the table
@@ -126,9 +128,8 @@ def append_with_record(
         session.sessionState().conf(),
     )
     append = jclass(spark, "org.apache.spark.sql.SaveMode").Append
-    command = jclass(spark, _WRITE)(
-        log, append, options, scala_seq(spark, []), scala_map(spark, {}), rows._jdf, none, none, False
-    )
+    created = scala_map(spark, dict(properties or {}))
+    command = jclass(spark, _WRITE)(log, append, options, scala_seq(spark, []), created, rows._jdf, none, none, False)
     written = command.writeAndReturnCommitData(txn, session, none, False)
     metadata = record()
     some = option.apply
