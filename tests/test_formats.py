@@ -6,9 +6,10 @@ import bz2
 import gzip
 import json
 from pathlib import Path
+from typing import Any
 
 import lakemerge
-from tests.helpers import read_table, write_lines
+from tests.helpers import jobs_of, read_table, write_lines
 
 
 def table(
@@ -172,3 +173,55 @@ def test_several_feeds_write_one_table_in_one_batch(spark: object, tmp_path: Pat
     assert {r["id"]: r["v"] for r in read_table(config.table("customers").path)} == {1: "east", 2: "west", 3: "west"}
     assert [p.name for p in (tmp_path / "archive" / "east").iterdir()] == ["e1.csv"]
     assert (tmp_path / "west" / "w1.json").exists()  # the west feed does not archive
+
+
+def test_a_parquet_feed_has_spark_s_inferred_schema_without_its_inference_job(spark: Any, tmp_path: Path) -> None:
+    """Spark infers a Parquet feed's schema from the first file in path order, in a Spark job of its
+    own; lakemerge reads that file's footer with Spark's own function instead: the same schema (of
+    Spark's writer and of pyarrow's), and no job. Schemas merged across files
+    (``spark.sql.parquet.mergeSchema``) are still Spark's to infer."""
+    import datetime
+    import decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lakemerge.feeds import readers
+
+    folder = tmp_path / "in"
+    spark.sql(
+        "SELECT 1 AS id, 1L AS seq, CAST(2.50 AS DECIMAL(9, 2)) AS price, TIMESTAMP_NTZ'2024-01-01 10:00:00' AS at,"
+        " named_struct('a', 1, 'b', array('x')) AS nested"
+    ).coalesce(1).write.parquet(str(folder / "spark"))
+    (written,) = (folder / "spark").glob("*.parquet")
+    first = written.rename(folder / "a.parquet")
+    arrow = pa.table(
+        {
+            "id": pa.array([2], pa.int32()),
+            "seq": pa.array([1], pa.int64()),
+            "price": pa.array([decimal.Decimal("1.25")], pa.decimal128(9, 2)),
+            "at": pa.array([datetime.datetime(2024, 1, 2)], pa.timestamp("us")),
+            "extra": pa.array(["only here"]),
+        }
+    )
+    pq.write_table(arrow, folder / "b.parquet")
+    paths = [str(p) for p in (folder / "b.parquet", first)]
+
+    def spark_s(names: list[str]) -> Any:
+        return spark.read.parquet(*names).schema
+
+    found: list[Any] = []
+    for chosen in (paths, paths[:1]):
+        assert jobs_of(spark, lambda c=chosen: found.append(readers.parquet_schema(spark, c))) == []
+        assert found[-1] == spark_s(chosen)
+    reads: list[Any] = []
+    assert jobs_of(spark, lambda: reads.append(readers.read_columnar(spark, "parquet", paths))) == []
+    (read,) = reads
+    assert read.columns == ("id", "seq", "price", "at", "nested")
+    assert sorted(r["id"] for r in read.frame.collect()) == [1, 2]
+    spark.conf.set("spark.sql.parquet.mergeSchema", "true")
+    try:
+        assert readers.parquet_schema(spark, paths) is None
+        assert "extra" in readers.read_columnar(spark, "parquet", paths).columns
+    finally:
+        spark.conf.unset("spark.sql.parquet.mergeSchema")

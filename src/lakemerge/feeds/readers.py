@@ -23,9 +23,11 @@ from lakemerge.config.models import FeedConfig
 from lakemerge.errors import InputError
 from lakemerge.feeds import columns as C
 from lakemerge.feeds.files import FeedFile
+from lakemerge.spark.jvm import jclass
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 _CORRUPT = "_lm_corrupt"
 
@@ -273,7 +275,9 @@ def read_columnar(spark: SparkSession, fmt: str, paths: Sequence[str]) -> _Read:
     """Parquet, ORC or Avro files (typed; row positions from Parquet's row index where it has one)."""
     from pyspark.sql import functions as F
 
-    frame = spark.read.format(fmt).load(list(paths))
+    reader = spark.read.format(fmt)
+    schema = parquet_schema(spark, paths) if fmt == "parquet" else None
+    frame = (reader.schema(schema) if schema is not None else reader).load(list(paths))
     names = list(frame.columns)
     frame = frame.select(
         *[F.col(f"`{n}`") for n in names],
@@ -282,6 +286,43 @@ def read_columnar(spark: SparkSession, fmt: str, paths: Sequence[str]) -> _Read:
         "_metadata",
     )
     return _Read(_position(frame, row_index=fmt == "parquet"), tuple(names), 0)
+
+
+def parquet_schema(spark: SparkSession, paths: Sequence[str]) -> StructType | None:
+    """The schema Spark infers for the Parquet files ``paths`` (Hadoop path strings, as listed),
+    read from the footer of the file it would read it from by Spark's own function, without its
+    Spark job; ``None`` where Spark must infer it itself: schemas merged across files
+    (``spark.sql.parquet.mergeSchema``), or a footer that cannot be read (Spark's inference then
+    reports the file).
+
+    Spark infers a Parquet schema from the first file in path order (without summary files) and
+    runs a Spark job for it even for one file: 40-50 ms of every batch (bench/RESULTS.md,
+    "Eighteenth session")."""
+    import json
+
+    from pyspark.sql.types import StructType
+
+    if str(spark.conf.get("spark.sql.parquet.mergeSchema", "false")).strip().lower() == "true":
+        return None
+    first = min(paths)
+    if first.rsplit("/", 1)[-1].startswith(("_", ".")):
+        return None
+    try:
+        path = jclass(spark, "org.apache.hadoop.fs.Path")(first)
+        conf = spark.sparkContext._jsc.hadoopConfiguration()
+        everything = jclass(spark, "org.apache.parquet.format.converter.ParquetMetadataConverter").NO_FILTER
+        footer = jclass(spark, "org.apache.parquet.hadoop.ParquetFileReader").readFooter(conf, path, everything)
+        parquet = "org.apache.spark.sql.execution.datasources.parquet"
+        converter = jclass(spark, f"{parquet}.ParquetToSparkSchemaConverter")(
+            spark._jsparkSession.sessionState().conf()
+        )
+        found = jclass(spark, f"{parquet}.ParquetFileFormat").readSchemaFromFooter(
+            jclass(spark, "org.apache.parquet.hadoop.Footer")(path, footer), converter
+        )
+        # (Spark makes every column of a file source nullable, as its inference does.)
+        return StructType.fromJson(json.loads(str(found.asNullable().json())))
+    except Exception:  # (py4j wraps the JVM's errors) Spark's own inference names the file
+        return None
 
 
 def _empty(spark: SparkSession, paths: Sequence[str]) -> _Read:
