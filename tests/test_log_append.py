@@ -374,3 +374,36 @@ def test_a_log_read_from_its_list_of_files_holds_what_delta_reads(spark: Any, tm
     with scoped_conf(spark, {"spark.databricks.delta.allFilesInCrc.enabled": "false"}):
         spark.range(5).write.format("delta").save(bare)
     assert delta.read_listed(spark, bare) is None
+
+
+def test_the_merged_view_s_schema_without_building_it_is_the_view_s(spark: Any, tmp_path: Path) -> None:
+    """log.merged_schema: the view's columns and types from its sides' schemas (the table's, then
+    the log's new ones), at every step of a table's life; none where table and log type a column
+    differently, which only Spark's union can settle."""
+    table = config(tmp_path, "t")
+
+    def both() -> tuple[Any, Any]:
+        sides = log.read_sides(spark, table)
+        built = log.merged(table, sides)
+        return log.merged_schema(table, sides), built.schema if built is not None else None
+
+    assert both() == (None, None)
+    for number, files in enumerate(BATCHES):
+        drop(tmp_path, table, number, files)
+        lakemerge.apply_table(table, spark=spark)
+        found, built = both()
+        assert found is not None and [(f.name, f.dataType) for f in found.fields] == [
+            (f.name, f.dataType) for f in built.fields
+        ]
+    assert "c" in found.names
+    spark.range(2).selectExpr("CAST(id AS INT) AS k", "id AS seq", "CAST(id AS STRING) AS a").write.format(
+        "delta"
+    ).save(table.path)
+    found, built = both()
+    assert [(f.name, f.dataType) for f in found.fields] == [(f.name, f.dataType) for f in built.fields]
+    assert found.names[:3] == ["k", "seq", "a"]  # the table's columns first
+    wide = {
+        table.path: spark.range(1).selectExpr("id AS k"),
+        table.log_table: log.read_sides(spark, table)[table.log_table],
+    }
+    assert log.merged_schema(table, wide) is None  # k: bigint in the table, int in the log

@@ -281,30 +281,41 @@ def plan_batch(
         ranges: KeyRanges | None = None
         if query is not None:
             ranges = _paying(spark, _stored_paths(spark, table), query.ranges(found))
-        stored = None
+        stored: DataFrame | None = None
+        stored_schema: StructType | None = None
         sides: dict[str, DataFrame] = {}
         sides_within = False  # (the sides were read within the batch's key ranges)
+        truncating = any(f.truncate_codes for f in table.feeds)
         if exists:
             # In log mode the stored state is the merged view, so late/tombstone/partial rules hold.
             # Without truncates, a batch filters that view by its key ranges or by nothing: its
             # files are listed here, and Delta's file skipping would have nothing to add.
             if table.log_mode:
-                listed = not any(f.truncate_codes for f in table.feeds)
-                sides = log.read_sides(spark, table, listed=listed, ranges=ranges)
+                sides = log.read_sides(spark, table, listed=not truncating, ranges=ranges)
                 sides_within = ranges is not None
-            stored = log.merged(table, sides) if table.log_mode else delta.read_pinned(spark, table.path)
-            assert stored is not None
-            _check_table_columns(table, stored.columns)
+                # The whole view only where the batch may reach beyond its own keys (a truncate, a
+                # snapshot, keys too many to broadcast); else its schema is all the batch needs of it.
+                if truncating or selection.snapshots or table.scd2 or rows_read > key_bound:
+                    stored = log.merged(table, sides)
+                else:
+                    stored_schema = log.merged_schema(table, sides)
+            else:
+                stored = delta.read_pinned(spark, table.path)
+            if stored_schema is None:
+                stored = stored if stored is not None else log.merged(table, sides)
+                assert stored is not None
+                stored_schema = stored.schema
+            _check_table_columns(table, stored_schema.names)
             valid = delta.conform(
                 valid,
-                stored,
+                stored_schema,
                 changes.data_columns,
                 feed=", ".join(loc for feed in table.feeds for loc in feed.location),
                 date_to_timestamp=table.widen_date_to_timestamp,
                 table_widens=not table.log_mode and delta.type_widening_enabled(spark, table.path),
             )
         truncate = Truncate()
-        if any(f.truncate_codes for f in table.feeds):
+        if truncating:
             with scoped_conf(spark, own):  # (it counts the stored rows a truncate removes)
                 truncate = _truncate(table, valid, stored)
         if truncate.before is not None:
@@ -355,7 +366,9 @@ def plan_batch(
             # snapshot reaches every stored row), and only on a table that is not small.
             if not whole and truncate.before is None and query is None:
                 ranges = _paying(spark, _stored_paths(spark, table), key_ranges(valid, table.key))
-            of_keys = table.log_mode and stored is not None and keyed and not selection.snapshots
+            of_keys = table.log_mode and exists and keyed and not selection.snapshots
+            if table.log_mode and exists and not of_keys and stored is None:
+                stored = log.merged(table, sides)
             candidates = stored
             if of_keys:
                 # Only the batch's keys of the merged view, deletes too: never rank the whole table
@@ -432,7 +445,7 @@ def plan_batch(
         ranges=ranges,
         small=small,
         keyed=keyed,
-        stored_columns=tuple(stored.columns) if stored is not None else (),
+        stored_columns=tuple(stored_schema.names) if stored_schema is not None else (),
         settings=settings,
         own_settings=own,
         counted=counted,

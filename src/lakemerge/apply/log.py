@@ -193,6 +193,29 @@ def _view_sql(
     )
 
 
+def merged_schema(table: TableConfig, sides: dict[str, DataFrame]) -> StructType | None:
+    """The columns and types of :func:`merged` over ``sides``, from their schemas, without building
+    the view (a few ms of Spark's analysis a batch): the table's columns, then the log's columns the
+    table lacks. ``None`` when neither side exists, or when a column is typed differently in the
+    table and the log (the view's type is then what Spark's union makes of the two)."""
+    from pyspark.sql.types import StructField, StructType
+
+    table_side, log_side = sides.get(table.path), sides.get(table.log_table)
+    table_fields = {f.name: f for f in table_side.schema.fields} if table_side is not None else {}
+    log_fields = {f.name: f for f in log_side.schema.fields} if log_side is not None else {}
+    if not table_fields and not log_fields:
+        return None
+    fields: list[StructField] = list(table_fields.values())
+    for name, field in log_fields.items():
+        if name in (LOG_OP, LOG_BATCH):
+            continue
+        if name not in table_fields:
+            fields.append(field)
+        elif table_fields[name].dataType != field.dataType:
+            return None
+    return StructType(fields)
+
+
 def read_merged(spark: SparkSession, table: TableConfig, keys: DataFrame | None = None) -> DataFrame | None:
     """What copy-on-write would hold now: the table with its log applied (``None`` when neither exists).
 

@@ -25,7 +25,7 @@ from lakemerge.spark.scoped import scoped_conf
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.types import StructField
+    from pyspark.sql.types import StructField, StructType
 
     from lakemerge.config.models import TableConfig
 
@@ -103,7 +103,7 @@ def _foreign_file(fs: Any, directory: Any) -> str | None:
 
 def conform(
     frame: DataFrame,
-    stored: DataFrame,
+    stored: StructType,
     columns: Sequence[str],
     *,
     feed: str,
@@ -117,12 +117,14 @@ def conform(
     table's column, which Delta does in the batch's own commit when the table has
     ``delta.enableTypeWidening`` (``table_widens``). Anything else fails.
 
+    ``stored``: the table's schema (in ``log`` mode, its merged view's).
+
     Raises:
         SchemaError: naming the column, both types and the feed.
     """
     from pyspark.sql import functions as F
 
-    stored_types = {f.name.lower(): f.dataType for f in stored.schema.fields}
+    stored_types = {f.name.lower(): f.dataType for f in stored.fields}
     incoming = {f.name: f.dataType for f in frame.schema.fields}
     out = frame
     for name in columns:
