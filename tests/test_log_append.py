@@ -407,3 +407,29 @@ def test_the_merged_view_s_schema_without_building_it_is_the_view_s(spark: Any, 
         table.log_table: log.read_sides(spark, table)[table.log_table],
     }
     assert log.merged_schema(table, wide) is None  # k: bigint in the table, int in the log
+
+
+def test_a_batch_reaching_only_its_own_keys_builds_only_their_view(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch whose keys are broadcast builds the merged view of its keys only, not the whole view
+    as well (its schema is all the batch needs of that); one with too many keys to broadcast builds
+    the whole view, which it classifies against."""
+    table, _ = _second_batch_pending(spark, tmp_path)
+    built: list[bool] = []
+    real = log.merged
+
+    def spy(table: Any, sides: Any, *, keys: Any = None, deletes: bool = False) -> Any:
+        built.append(keys is not None)
+        return real(table, sides, keys=keys, deletes=deletes)
+
+    monkeypatch.setattr(log, "merged", spy)
+    lakemerge.apply_table(table, spark=spark)
+    assert built and all(built), built  # (its partial update is folded against its keys' view too)
+    drop(tmp_path, table, 2, BATCHES[2])
+    monkeypatch.setattr(lakemerge.plan, "key_broadcast_rows", lambda schema, key: 0)
+    built.clear()
+    lakemerge.apply_table(table, spark=spark)
+    assert built and not any(built), built
+    rows = {r["k"]: r for r in view(spark, table)}
+    assert rows[5]["a"] == "z5" and rows[5]["b"] == "y5" and 2 not in rows  # (folded; the late change ignored)
