@@ -48,18 +48,20 @@ def read_log_view(table: str | Path, log: str | Path, key: str, columns: Sequenc
     return sorted(rows, key=lambda r: [(v is None, str(v)) for v in r.values()])
 
 
-def jobs_of(spark: Any, action: Any) -> list[str]:
+def jobs_of(spark: Any, action: Any, *, stages: bool = False) -> list[Any]:
     """What each Spark job that ``action()`` ran says it is (its description, else its call
-    site), read from Spark's status store once its listener has caught up."""
+    site), read from Spark's status store once its listener has caught up; with ``stages``, each
+    with its number of stages (a pair)."""
     context = spark.sparkContext._jsc.sc()
 
-    def jobs() -> dict[int, str]:
+    def jobs() -> dict[int, Any]:
         listed = context.statusStore().jobsList(None)
-        found = {}
+        found: dict[int, Any] = {}
         for index in range(listed.size()):
             job = listed.apply(index)
             description = job.description()
-            found[int(job.jobId())] = str(description.get()) if description.isDefined() else str(job.name())
+            what = str(description.get()) if description.isDefined() else str(job.name())
+            found[int(job.jobId())] = (what, int(job.stageIds().size())) if stages else what
         return found
 
     for leftover in ("spark.job.description", "spark.jobGroup.id"):  # a description set earlier would name every job

@@ -456,7 +456,8 @@ def test_a_log_batch_reading_its_table_whole_lists_its_files_without_delta_s_fil
 
 def test_a_batch_counts_its_rows_and_finds_its_key_ranges_in_one_spark_job(spark: Any, tmp_path: Path) -> None:
     """The batch's row counts, key bounds and widest key gaps are one-row aggregates collected as a
-    union: one job (cross-joined, each aggregate was broadcast in a job of its own)."""
+    union: one job (cross-joined, each aggregate was broadcast in a job of its own), which reads the
+    feed twice: once for the counts and bounds together, once for the gaps (then sorted)."""
     table = _table(tmp_path)
     _clustered(spark, table, keys=400, files=8)
     clustered = [{"id": k, "seq": 2, "op": "U", "v": "c"} for k in (101, 102, 140, 300)]
@@ -467,14 +468,15 @@ def test_a_batch_counts_its_rows_and_finds_its_key_ranges_in_one_spark_job(spark
         with scoped_conf(spark, tuning.batch_settings(spark)):  # as a batch runs: without adaptive execution
             plans.append(plan_module.plan_batch(table, spark=spark, inputs=[str(tmp_path / "b1")]))
 
-    ran = jobs_of(spark, planned)
+    ran = jobs_of(spark, planned, stages=True)
     plan = plans[0]
     try:
         assert plan.ranges is not None and plan.ranges.ranges == ((101, 102), (140, 140), (300, 300))
         assert plan.metrics.rows_read == 4
-        first = [job for job in ran if job.startswith("collect at")][:1]
-        assert first and ("prune.py" in first[0] or "plan.py" in first[0])
-        statistics = [job for job in ran if job == first[0]]
+        first = [job for job in ran if job[0].startswith("collect at")][:1]
+        assert first and ("prune.py" in first[0][0] or "plan.py" in first[0][0])
+        statistics = [job for job in ran if job[0] == first[0][0]]
         assert len(statistics) == 1, ran
+        assert statistics[0][1] == 3, ran  # two reads of the feed and the sort of its keys
     finally:
         plan.release()

@@ -240,17 +240,18 @@ def plan_batch(
         # read whole (prune.MIN_PRUNED_BYTES).
         whole = not exists or table.scd2 or bool(selection.snapshots) or _small_table(spark, table)
         early = not whole and not any(f.truncate_codes for f in table.feeds)
-        query = range_query(valid, table.key) if early else None
+        counts = [
+            F.expr("count(1)").alias("_lm_rows"),
+            F.expr(f"count({C.ERROR})").alias("_lm_bad"),
+            F.expr(f"count_if({C.ERROR} IS NULL AND {C.OP} = 'N')").alias("_lm_n"),
+        ]
+        # (The bounds of the valid rows' keys are found in the same aggregate, one read of the feed.)
+        is_valid = F.expr(f"{C.ERROR} IS NULL AND {C.OP} != 'N'")
+        query = range_query(frame, table.key, where=is_valid, aggregates=counts) if early else None
         try:
-            ignored_row = F.when(F.col(C.ERROR).isNull() & (F.col(C.OP) == "N"), 1).otherwise(0)
-            aggregate = frame.agg(
-                F.count(F.lit(1)).alias("_lm_rows"),
-                F.count(C.ERROR).alias("_lm_bad"),
-                F.sum(ignored_row).alias("_lm_n"),
-            )
-            parts = [prune.tagged(aggregate, "counts"), *(query.parts if query is not None else ())]
+            parts = query.parts if query is not None else [prune.tagged(frame.agg(*counts), prune.BOUNDS)]
             found = prune.collect_parts(parts)
-            stats = found["counts"]
+            stats = found[prune.BOUNDS]
         except Exception as exc:
             raise (translate(exc, reading=True) or exc) from exc
         rows_read, rows_bad, ignored = int(stats["_lm_rows"]), int(stats["_lm_bad"]), int(stats["_lm_n"] or 0)

@@ -66,6 +66,9 @@ class KeyRanges:
 #: apart.
 PART = "_lm_part"
 
+#: The :data:`PART` of a :class:`RangeQuery`'s row of key bounds (and of the aggregates computed with them).
+BOUNDS = "_lm_kr_bounds"
+
 
 @dataclass(frozen=True)
 class RangeQuery:
@@ -82,7 +85,7 @@ class RangeQuery:
     def ranges(self, rows: Mapping[str, Any]) -> KeyRanges | None:
         """The ranges from ``rows`` (collected rows of ``parts``, by their :data:`PART`), or
         ``None`` when there is no key."""
-        bounds, cuts = rows["_lm_kr_bounds"], rows["_lm_kr_cuts"]
+        bounds, cuts = rows[BOUNDS], rows["_lm_kr_cuts"]
         lowest, highest = bounds["_lm_kr_lo"], bounds["_lm_kr_hi"]
         if lowest is None:
             return None
@@ -115,11 +118,20 @@ def collect_parts(parts: Sequence[DataFrame]) -> dict[str, Any]:
 
 
 def range_query(
-    changes: DataFrame, key: Sequence[str], *, limit: int = DEFAULT_RANGES, min_share: float = MIN_GAP_SHARE
+    changes: DataFrame,
+    key: Sequence[str],
+    *,
+    limit: int = DEFAULT_RANGES,
+    min_share: float = MIN_GAP_SHARE,
+    where: Column | None = None,
+    aggregates: Sequence[Column] = (),
 ) -> RangeQuery | None:
-    """The aggregates that find the ranges covering the keys of ``changes``: their smallest and
-    largest key, their span and their ``limit - 1`` widest gaps; ``None`` when the key has several
-    columns. Only gaps of at least ``min_share`` of the span are cut (see :meth:`RangeQuery.ranges`)."""
+    """The aggregates that find the ranges covering the keys of ``changes`` (of its rows that meet
+    ``where``, when given): their smallest and largest key, their span and their ``limit - 1``
+    widest gaps; ``None`` when the key has several columns. Only gaps of at least ``min_share`` of
+    the span are cut (see :meth:`RangeQuery.ranges`). ``aggregates`` (one-row aggregates over all of
+    ``changes``, such as a batch's row counts) are computed with the bounds, in one read of
+    ``changes``, and collected in the row tagged :data:`BOUNDS`."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
@@ -128,8 +140,9 @@ def range_query(
         return None
     name = key[0]
     kind = changes.schema[name].dataType
-    keys = changes.select(F.col(f"`{name}`").alias("k")).where(F.col("k").isNotNull())
-    lowest, highest = F.min("k"), F.max("k")
+    counted = F.col(f"`{name}`").isNotNull() & (where if where is not None else F.lit(True))
+    keys = changes.where(counted).select(F.col(f"`{name}`").alias("k"))
+    lowest, highest = F.min(F.when(counted, F.col(f"`{name}`"))), F.max(F.when(counted, F.col(f"`{name}`")))
     distance = _distance(kind)
     cut = T.StructType([T.StructField("lo", kind), T.StructField("hi", kind), T.StructField("gap", T.DoubleType())])
     if distance is None or limit == 1:
@@ -146,8 +159,8 @@ def range_query(
             .limit(limit - 1)
             .agg(F.collect_list(F.struct("lo", "hi", "gap")).alias("_lm_kr_cuts"))
         )
-    bounds = keys.agg(lowest.alias("_lm_kr_lo"), highest.alias("_lm_kr_hi"), span.alias("_lm_kr_span"))
-    parts = (tagged(bounds, "_lm_kr_bounds"), tagged(widest, "_lm_kr_cuts"))
+    bounds = changes.agg(*aggregates, lowest.alias("_lm_kr_lo"), highest.alias("_lm_kr_hi"), span.alias("_lm_kr_span"))
+    parts = (tagged(bounds, BOUNDS), tagged(widest, "_lm_kr_cuts"))
     return RangeQuery(parts=parts, column=name, min_share=min_share)
 
 
