@@ -122,24 +122,23 @@ def test_counting_while_appending_gives_what_counting_first_gives(spark: Any, tm
     assert rows[5]["a"] == "z5" and rows[5]["b"] == "y5"  # the partial update folded
     assert rows[7]["c"] == "c7" and rows[3]["a"] == "a3"  # the new column; the late change ignored
     assert 2 not in rows and 4 not in rows
-    # Either way the log keeps statistics of its key and batch number only, with the new column too.
+    # Either way the log keeps statistics of its key, operation and batch number only, with the new column too.
     for path in (one.log_table, two.log_table):
         stats = {name for name in pa.table(deltalake.DeltaTable(path).get_add_actions(flatten=True)).column_names}
         assert {name for name in stats if name.startswith(("min.", "max."))} == {
-            "min.k",
-            "max.k",
-            "min._lm_batch",
-            "max._lm_batch",
+            f"{side}.{column}" for side in ("min", "max") for column in ("k", "_lm_op", "_lm_batch")
         }, stats
 
 
 def test_a_log_keeps_statistics_of_what_it_is_read_by_only(spark: Any) -> None:
     """The log's statistics columns: its keys whose type Delta keeps statistics for (quoted, so that
-    any name works) and its batch number."""
-    table = config(Path("/x"), "t").model_copy(update={"key": ("k", "odd `name`, really", "blob")})
-    schema = spark.createDataFrame([], "k INT, `odd ``name``, really` STRING, blob BINARY, _lm_batch BIGINT").schema
+    any name works, and spelled as the rows spell them), its operation and its batch number."""
+    table = config(Path("/x"), "t").model_copy(update={"key": ("K", "odd `name`, really", "blob", "flag")})
+    schema = spark.createDataFrame(
+        [], "k INT, `odd ``name``, really` STRING, blob BINARY, flag BOOLEAN, _lm_op STRING, _lm_batch BIGINT"
+    ).schema
     assert log.properties(table, schema) == {
-        "delta.dataSkippingStatsColumns": "`k`, `odd ``name``, really`, `_lm_batch`"
+        "delta.dataSkippingStatsColumns": "`k`, `odd ``name``, really`, `_lm_op`, `_lm_batch`"
     }
 
 
@@ -433,3 +432,17 @@ def test_a_batch_reaching_only_its_own_keys_builds_only_their_view(
     assert built and not any(built), built
     rows = {r["k"]: r for r in view(spark, table)}
     assert rows[5]["a"] == "z5" and rows[5]["b"] == "y5" and 2 not in rows  # (folded; the late change ignored)
+
+
+def test_a_log_keyed_by_a_boolean_column_too_is_created_and_read(spark: Any, tmp_path: Path) -> None:
+    """Delta keeps no statistics of a boolean column and refuses one among a table's statistics
+    columns: a key column of that type is left out of the log's (the other key column stays)."""
+    table = config(tmp_path, "t").model_copy(update={"key": ("k", "b")})
+    table.feed.types.update({"b": "boolean"})
+    drop(tmp_path, table, 0, [["k,b,seq,op,a", "1,true,1,U,x", "1,false,1,U,y"]])
+    lakemerge.apply_table(table, spark=spark)
+    drop(tmp_path, table, 1, [["k,b,seq,op,a", "1,true,2,U,z", "1,false,2,D,"]])
+    lakemerge.apply_table(table, spark=spark)
+    assert [(r["k"], r["b"], r["a"]) for r in view(spark, table)] == [(1, True, "z")]
+    configured = deltalake.DeltaTable(table.log_table).metadata().configuration
+    assert configured["delta.dataSkippingStatsColumns"] == "`k`, `_lm_op`, `_lm_batch`"

@@ -249,15 +249,21 @@ def test_a_listed_read_within_key_ranges_leaves_out_only_the_files_they_miss(spa
     assert kept is not None and len(kept.inputFiles()) == 4, "no statistics of id: every file is read"
 
 
-@pytest.mark.parametrize("mode", ["copy_on_write", "log", THROUGH_DELTA])
+@pytest.mark.parametrize(
+    ("mode", "keys_broadcast"),
+    [("copy_on_write", True), ("log", True), ("log", False), (THROUGH_DELTA, True), (THROUGH_DELTA, False)],
+)
 def test_pruned_batches_equal_the_oracle(
-    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, keys_broadcast: bool
 ) -> None:
     """Pruned batches give the oracle's table. The classification join is the shuffled one here
     (the bound lowered to 0); the broadcast one, used for small batches, is in every other test. A
     ``log`` batch reads only the files that can hold its keys, from the checksum's list, or through
-    Delta's file skipping where the checksum lists none (a table of many files)."""
+    Delta's file skipping where the checksum lists none (a table of many files); it reads only its
+    keys' rows of the merged view when its keys are broadcast, else the whole view within its ranges."""
     monkeypatch.setattr(plan_module, "BROADCAST_ROWS", 0)
+    if not keys_broadcast:
+        monkeypatch.setattr(plan_module, "key_broadcast_rows", lambda schema, key: 0)
     rng = random.Random(1)
     table = _table(tmp_path, "log" if mode.startswith("log") else mode)
     if mode == THROUGH_DELTA:

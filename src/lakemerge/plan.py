@@ -287,23 +287,25 @@ def plan_batch(
         sides: dict[str, DataFrame] = {}
         sides_within = False  # (the sides were read within the batch's key ranges)
         truncating = any(f.truncate_codes for f in table.feeds)
+        # A log batch without snapshots whose keys can be broadcast classifies against its own keys'
+        # rows of the merged view only (log.newest_of_keys).
+        of_keys = table.log_mode and exists and not selection.snapshots and rows_read <= key_bound
         if exists:
             # In log mode the stored state is the merged view, so late/tombstone/partial rules hold.
-            # Without truncates, a batch filters that view by its key ranges or by nothing: its
-            # files are listed here, and Delta's file skipping would have nothing to add.
+            # Without truncates, its sides are read from the files the checksum lists, within the
+            # batch's key ranges when it has them: Delta's file skipping would have nothing to add.
             if table.log_mode:
                 sides = log.read_sides(spark, table, listed=not truncating, ranges=ranges)
                 sides_within = ranges is not None
-                # The whole view only where the batch may reach beyond its own keys (a truncate, a
-                # snapshot, keys too many to broadcast); else its schema is all the batch needs of it.
-                if truncating or selection.snapshots or table.scd2 or rows_read > key_bound:
-                    stored = log.merged(table, sides)
-                else:
+                # The whole view only where the batch reaches beyond its own keys (a truncate, SCD2
+                # history, a snapshot, keys too many to broadcast): else its schema is all it needs.
+                if of_keys and not truncating and not table.scd2:
                     stored_schema = log.merged_schema(table, sides)
+                if stored_schema is None:
+                    stored = log.merged(table, sides)
             else:
                 stored = delta.read_pinned(spark, table.path)
             if stored_schema is None:
-                stored = stored if stored is not None else log.merged(table, sides)
                 assert stored is not None
                 stored_schema = stored.schema
             _check_table_columns(table, stored_schema.names)
@@ -367,9 +369,6 @@ def plan_batch(
             # snapshot reaches every stored row), and only on a table that is not small.
             if not whole and truncate.before is None and query is None:
                 ranges = _paying(spark, _stored_paths(spark, table), key_ranges(valid, table.key))
-            of_keys = table.log_mode and exists and keyed and not selection.snapshots
-            if table.log_mode and exists and not of_keys and stored is None:
-                stored = log.merged(table, sides)
             candidates = stored
             if of_keys:
                 # Only the batch's keys of the merged view, deletes too: never rank the whole table

@@ -48,19 +48,22 @@ def properties(table: TableConfig, schema: StructType) -> dict[str, str]:
     """The table properties a change log is created with (Delta ignores them on an append to a log
     that exists), for log rows of ``schema``.
 
-    Delta collects statistics of the log's key columns and batch number only
+    Delta collects statistics of the log's key columns, operation and batch number only
     (``delta.dataSkippingStatsColumns``), not of every column as it does by default: a log is
-    only ever read by key (a batch's key ranges leave out the files that cannot hold its keys) or
-    by batch number (compaction), and a predicate on any other column cannot reach it through the
-    merged view's ranking. Collecting them all cost about a third of the write of a large batch
-    (bench/RESULTS.md, "Eighteenth session"). A key of a type Delta keeps no statistics for
-    (binary, say) is left out, as Delta would refuse it."""
+    read by key (a batch's key ranges leave out the files that cannot hold its keys), by operation
+    (its deletes, as tombstones) and by batch number (compaction), and a predicate on any other
+    column cannot reach it through the merged view's ranking. Collecting them all cost about a third
+    of the write of a large batch (bench/RESULTS.md, "Eighteenth session"). A key column of a type
+    Delta keeps no statistics for (boolean, binary) is left out, as Delta refuses it there; names
+    are spelled as in ``schema``."""
     from pyspark.sql import types as T
 
-    eligible = (T.NumericType, T.StringType, T.DateType, T.TimestampType, T.TimestampNTZType, T.BooleanType)
-    types = {f.name.lower(): f.dataType for f in schema.fields}
-    columns = [c for c in table.key if isinstance(types.get(c.lower()), eligible)]
-    quoted = ", ".join("`" + c.replace("`", "``") + "`" for c in (*columns, LOG_BATCH))
+    # (The types Delta collects statistics for: its SkippingEligibleDataType.)
+    eligible = (T.NumericType, T.StringType, T.DateType, T.TimestampType, T.TimestampNTZType)
+    fields = {f.name.lower(): f for f in schema.fields}
+    keys = [fields[k.lower()] for k in table.key if k.lower() in fields]
+    columns = [f.name for f in keys if isinstance(f.dataType, eligible)]
+    quoted = ", ".join("`" + c.replace("`", "``") + "`" for c in (*columns, LOG_OP, LOG_BATCH))
     return {"delta.dataSkippingStatsColumns": quoted}
 
 
@@ -120,13 +123,13 @@ def batch_number(number: int, key: Column) -> Column:
 
     Spark writes a long literal into the Java source it compiles for a stage, so a batch number
     written as one makes every batch's stage new code: compiled by Janino and then run cold by the
-    JVM, every batch. A literal array is passed to the compiled code as an object instead, and the
-    index into it (0, from a column that is never null in a log row; either element is ``number``)
-    keeps the optimizer from folding the lookup back into a literal."""
+    JVM, every batch. A literal array is passed to the compiled code as an object instead. Its
+    index (0 or 1, from a hash of the row's ``key``; both elements are ``number``) is computed from
+    the data, which the optimizer cannot fold back into a literal, whatever it proves of the key."""
     from pyspark.sql import functions as F
 
     both = F.array(F.lit(number).cast("bigint"), F.lit(number).cast("bigint"))
-    return both[key.isNull().cast("int")]
+    return both[F.pmod(F.hash(key), F.lit(2))]
 
 
 def tombstones(spark: SparkSession, table: TableConfig) -> DataFrame | None:

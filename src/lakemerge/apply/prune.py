@@ -12,8 +12,10 @@ instead of eight that skipped nothing made a batch of 1,500 uniform keys faster)
 keys spread evenly gets one range, and a batch of a few clusters, or of a few keys, one per cluster.
 Keys whose type has no distance (strings, binary) get one range, from the smallest key to the
 largest. The predicate goes into the classification's read of the table and into the MERGE
-condition, where Delta's file skipping (min/max statistics per file) uses it. A key outside every
-range is never in the batch, so results are unchanged.
+condition, where Delta's file skipping (min/max statistics per file) uses it; a ``log`` batch
+leaves out the files itself, from the statistics in Delta's checksum, and filters no row by the
+ranges where it reads only its own keys' rows (lakemerge.apply.log.read_sides). A key outside
+every range is never in the batch, so results are unchanged.
 """
 
 from __future__ import annotations
@@ -73,9 +75,10 @@ BOUNDS = "_lm_kr_bounds"
 @dataclass(frozen=True)
 class RangeQuery:
     """The one-row aggregates that :func:`key_ranges` collects, for a caller to collect with other
-    figures in one Spark action and one job: ``parts`` are frames of one row each, columns prefixed
-    ``_lm_kr_`` and tagged by :data:`PART`; union them (:func:`collect_parts`) with other tagged
-    rows, and give :meth:`ranges` the rows by tag. A union runs as one job, where cross-joining
+    figures in one Spark action and one job: ``parts`` are frames of one row each, tagged by
+    :data:`PART`, the query's own columns prefixed ``_lm_kr_`` (the row tagged :data:`BOUNDS` also
+    holds the caller's ``aggregates``, see :func:`range_query`); union them (:func:`collect_parts`)
+    with other tagged rows, and give :meth:`ranges` the rows by tag. A union runs as one job, where cross-joining
     one-row aggregates broadcasts each of them in a job of its own."""
 
     parts: tuple[DataFrame, ...]

@@ -289,7 +289,8 @@ def read_columnar(spark: SparkSession, fmt: str, paths: Sequence[str]) -> _Read:
 
 
 def parquet_schema(spark: SparkSession, paths: Sequence[str]) -> StructType | None:
-    """The schema Spark infers for the Parquet files ``paths`` (Hadoop path strings, as listed),
+    """The schema Spark infers for the Parquet files ``paths`` (qualified Hadoop path strings, as
+    :func:`lakemerge.feeds.files.list_feed_files` lists them, so that they sort as Spark sorts them),
     read from the footer of the file it would read it from by Spark's own function, without its
     Spark job; ``None`` where Spark must infer it itself: schemas merged across files
     (``spark.sql.parquet.mergeSchema``), or a footer that cannot be read (Spark's inference then
@@ -309,7 +310,7 @@ def parquet_schema(spark: SparkSession, paths: Sequence[str]) -> StructType | No
         return None
     try:
         path = jclass(spark, "org.apache.hadoop.fs.Path")(first)
-        conf = spark.sparkContext._jsc.hadoopConfiguration()
+        conf = spark._jsparkSession.sessionState().newHadoopConf()  # (with the session's fs.* settings)
         everything = jclass(spark, "org.apache.parquet.format.converter.ParquetMetadataConverter").NO_FILTER
         footer = jclass(spark, "org.apache.parquet.hadoop.ParquetFileReader").readFooter(conf, path, everything)
         parquet = "org.apache.spark.sql.execution.datasources.parquet"
