@@ -234,7 +234,8 @@ def plan_batch(
     own = tuning.session_settings(spark) if own_settings is None else own_settings
     tuned = contextlib.ExitStack()
     try:
-        valid = frame.filter(F.col(C.ERROR).isNull() & (F.col(C.OP) != "N"))
+        is_valid = F.expr(f"{C.ERROR} IS NULL AND {C.OP} != 'N'")
+        valid = frame.filter(is_valid)
         # The key ranges of a batch that can only touch its own keys (no snapshot, no history, no
         # truncate possible) are found in the same action as its row counts; a small table is
         # read whole (prune.MIN_PRUNED_BYTES).
@@ -246,7 +247,6 @@ def plan_batch(
             F.expr(f"count_if({C.ERROR} IS NULL AND {C.OP} = 'N')").alias("_lm_n"),
         ]
         # (The bounds of the valid rows' keys are found in the same aggregate, one read of the feed.)
-        is_valid = F.expr(f"{C.ERROR} IS NULL AND {C.OP} != 'N'")
         query = range_query(frame, table.key, where=is_valid, aggregates=counts) if early else None
         try:
             parts = query.parts if query is not None else [prune.tagged(frame.agg(*counts), prune.BOUNDS)]

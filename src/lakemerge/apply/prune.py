@@ -143,9 +143,10 @@ def range_query(
         return None
     name = key[0]
     kind = changes.schema[name].dataType
-    counted = F.col(f"`{name}`").isNotNull() & (where if where is not None else F.lit(True))
-    keys = changes.where(counted).select(F.col(f"`{name}`").alias("k"))
-    lowest, highest = F.min(F.when(counted, F.col(f"`{name}`"))), F.max(F.when(counted, F.col(f"`{name}`")))
+    column = F.col(f"`{name}`")
+    counted = column.isNotNull() & (where if where is not None else F.lit(True))
+    keys = changes.where(counted).select(column.alias("k"))
+    lowest, highest = F.min(F.when(counted, column)), F.max(F.when(counted, column))
     distance = _distance(kind)
     cut = T.StructType([T.StructField("lo", kind), T.StructField("hi", kind), T.StructField("gap", T.DoubleType())])
     if distance is None or limit == 1:
