@@ -51,7 +51,7 @@ def read_log_view(table: str | Path, log: str | Path, key: str, columns: Sequenc
 def jobs_of(spark: Any, action: Any, *, stages: bool = False) -> list[Any]:
     """What each Spark job that ``action()`` ran says it is (its description, else its call
     site), read from Spark's status store once its listener has caught up; with ``stages``, each
-    with its number of stages (a pair)."""
+    with its number of stages and the records its stages read from files (a triple)."""
     context = spark.sparkContext._jsc.sc()
 
     def jobs() -> dict[int, Any]:
@@ -61,8 +61,13 @@ def jobs_of(spark: Any, action: Any, *, stages: bool = False) -> list[Any]:
             job = listed.apply(index)
             description = job.description()
             what = str(description.get()) if description.isDefined() else str(job.name())
-            found[int(job.jobId())] = (what, int(job.stageIds().size())) if stages else what
+            found[int(job.jobId())] = (what, [int(job.stageIds().apply(i)) for i in range(job.stageIds().size())])
         return found
+
+    def records() -> dict[int, int]:
+        gateway = spark.sparkContext._gateway
+        listed = context.statusStore().stageList(None, False, False, gateway.new_array(gateway.jvm.double, 0), None)
+        return {int(listed.apply(i).stageId()): int(listed.apply(i).inputRecords()) for i in range(listed.size())}
 
     for leftover in ("spark.job.description", "spark.jobGroup.id"):  # a description set earlier would name every job
         spark.sparkContext.setLocalProperty(leftover, None)
@@ -70,7 +75,11 @@ def jobs_of(spark: Any, action: Any, *, stages: bool = False) -> list[Any]:
     before = jobs()
     action()
     context.listenerBus().waitUntilEmpty()
-    return [what for job_id, what in sorted(jobs().items()) if job_id not in before]
+    ran = [found for job_id, found in sorted(jobs().items()) if job_id not in before]
+    if not stages:
+        return [what for what, _ in ran]
+    read = records()
+    return [(what, len(ids), sum(read.get(i, 0) for i in ids)) for what, ids in ran]
 
 
 def classes_compiled(spark: Any, action: Any) -> int:

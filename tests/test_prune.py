@@ -4,6 +4,7 @@ reading one would fail)."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 from pathlib import Path
@@ -12,6 +13,9 @@ from typing import Any
 import deltalake
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyspark.sql import functions as F
 
 import lakemerge
 from lakemerge import batch as batch_module
@@ -66,11 +70,12 @@ def _apply(spark: Any, table: lakemerge.TableConfig, folder: Path, rows: list[di
 
 def test_ranges_cut_the_widest_gaps_and_cover_every_key(spark: Any) -> None:
     frame = spark.createDataFrame([(k,) for k in (1, 2, 3, 100, 101, 1000, 3)], "id BIGINT")
-    assert key_ranges(frame, ("id",), limit=3).ranges == ((1, 3), (100, 101), (1000, 1000))  # type: ignore[union-attr]
-    assert key_ranges(frame, ("id",), limit=1).ranges == ((1, 1000),)  # type: ignore[union-attr]
+    span = (0, 1200)  # the table's keys: a slice holds fewer than one of them
+    assert key_ranges(frame, ("id",), limit=3, span=span).ranges == ((1, 3), (100, 101), (1000, 1000))  # type: ignore[union-attr]
+    assert key_ranges(frame, ("id",), limit=1, span=span).ranges == ((1, 1000),)  # type: ignore[union-attr]
     # Gaps under a 64th of the span (999) are not cut, however many ranges are allowed.
-    assert key_ranges(frame, ("id",), limit=20).ranges == ((1, 3), (100, 101), (1000, 1000))  # type: ignore[union-attr]
-    assert key_ranges(frame, ("id",), limit=20, min_share=0).ranges == (  # type: ignore[union-attr]
+    assert key_ranges(frame, ("id",), limit=20, span=span).ranges == ((1, 3), (100, 101), (1000, 1000))  # type: ignore[union-attr]
+    assert key_ranges(frame, ("id",), limit=20, min_share=0, span=span).ranges == (  # type: ignore[union-attr]
         (1, 1),
         (2, 2),
         (3, 3),
@@ -78,10 +83,14 @@ def test_ranges_cut_the_widest_gaps_and_cover_every_key(spark: Any) -> None:
         (101, 101),
         (1000, 1000),
     )
+    # Keys outside the table's span have slices of their own below it and above it.
+    assert key_ranges(frame, ("id",), limit=3, span=(10, 20)).ranges == ((1, 3), (100, 1000))  # type: ignore[union-attr]
+    # Without a span (no table, or no statistics of its key) the keys are one range.
+    assert key_ranges(frame, ("id",), limit=3).ranges == ((1, 1000),)  # type: ignore[union-attr]
     names = spark.createDataFrame([("b",), ("a",), ("q",)], "id STRING")
-    assert key_ranges(names, ("id",)).ranges == (("a", "q"),)  # type: ignore[union-attr]
-    assert key_ranges(frame.selectExpr("id", "id AS j"), ("id", "j")) is None
-    assert key_ranges(frame.filter("id < 0"), ("id",)) is None
+    assert key_ranges(names, ("id",), span=("a", "z")).ranges == (("a", "q"),)  # type: ignore[union-attr]
+    assert key_ranges(frame.selectExpr("id", "id AS j"), ("id", "j"), span=span) is None
+    assert key_ranges(frame.filter("id < 0"), ("id",), span=span) is None
 
 
 def test_keys_over_the_whole_range_of_their_type_do_not_overflow(spark: Any) -> None:
@@ -89,9 +98,10 @@ def test_keys_over_the_whole_range_of_their_type_do_not_overflow(spark: Any) -> 
     mode, Spark's default), so they are measured as doubles; the ranges keep the keys exact."""
     low, high = -(2**63), 2**63 - 1
     hashes = spark.createDataFrame([(k,) for k in (low, low + 1, -5, 7, high - 1, high)], "id BIGINT")
-    assert key_ranges(hashes, ("id",), limit=3).ranges == ((low, low + 1), (-5, 7), (high - 1, high))  # type: ignore[union-attr]
+    found = key_ranges(hashes, ("id",), limit=3, span=(low, high))
+    assert found is not None and found.ranges == ((low, low + 1), (-5, 7), (high - 1, high))
     small = spark.createDataFrame([(k,) for k in (-(2**31), 0, 2**31 - 1)], "id INT")
-    cut = key_ranges(small, ("id",), limit=2, min_share=0)
+    cut = key_ranges(small, ("id",), limit=2, min_share=0, span=(-(2**31), 2**31 - 1))
     assert cut is not None and cut.ranges == ((-(2**31), -(2**31)), (0, 2**31 - 1))  # the wider gap, by one
 
 
@@ -101,19 +111,44 @@ def test_keys_spread_evenly_get_one_range_and_a_few_keys_keep_their_gaps(spark: 
     and timestamps measure them too."""
     rng = random.Random(7)
     spread = spark.createDataFrame([(k,) for k in rng.sample(range(6_000_000), 1500)], "id BIGINT")
-    (only,) = key_ranges(spread, ("id",)).ranges  # type: ignore[union-attr]
+    (only,) = key_ranges(spread, ("id",), span=(0, 6_000_000)).ranges  # type: ignore[union-attr]
     assert only == (min(r["id"] for r in spread.collect()), max(r["id"] for r in spread.collect()))
     few = spark.createDataFrame([(k,) for k in (10, 11, 500, 501, 900, 4000, 4001)], "id INT")
-    assert key_ranges(few, ("id",)).ranges == ((10, 11), (500, 501), (900, 900), (4000, 4001))  # type: ignore[union-attr]
+    assert key_ranges(few, ("id",), span=(0, 5000)).ranges == ((10, 11), (500, 501), (900, 900), (4000, 4001))  # type: ignore[union-attr]
     days = spark.createDataFrame([("2024-01-01",), ("2024-01-02",), ("2024-06-30",)], "d STRING").selectExpr(
         "CAST(d AS DATE) AS d", "CAST(d AS TIMESTAMP) AS t"
     )
     for column in ("d", "t"):
-        found = key_ranges(days.select(column), (column,)).ranges  # type: ignore[union-attr]
+        first, last = days.agg(F.min(column), F.max(column)).first()  # type: ignore[misc]
+        found = key_ranges(days.select(column), (column,), span=(first, last)).ranges  # type: ignore[union-attr]
         assert [(str(a)[:10], str(b)[:10]) for a, b in found] == [
             ("2024-01-01", "2024-01-02"),
             ("2024-06-30", "2024-06-30"),
         ]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    keys=st.lists(st.integers(-(2**40), 2**40), min_size=1, max_size=60),
+    span=st.tuples(st.integers(-(2**41), 2**41), st.integers(0, 2**42)),
+    limit=st.integers(1, 8),
+    min_share=st.sampled_from([0.0, 1 / 64, 0.5]),
+)
+def test_ranges_cover_every_key_in_at_most_limit_ordered_ranges(
+    spark: Any, keys: list[int], span: tuple[int, int], limit: int, min_share: float
+) -> None:
+    """Whatever the table's span (keys below it, above it, a span of one key), every key lies in a
+    range, the ranges are ordered and apart, and there are at most ``limit`` of them, each from a
+    key to a key."""
+    frame = spark.createDataFrame([(k,) for k in keys], "id BIGINT")
+    found = key_ranges(frame, ("id",), limit=limit, min_share=min_share, span=(span[0], span[0] + span[1]))
+    assert found is not None
+    ranges = found.ranges
+    assert 1 <= len(ranges) <= limit
+    assert all(low <= high for low, high in ranges)
+    assert all(a[1] < b[0] for a, b in itertools.pairwise(ranges))
+    assert all(any(low <= k <= high for low, high in ranges) for k in keys)
+    assert {r for pair in ranges for r in pair} <= set(keys)
 
 
 #: A ``log`` table whose checksum lists none of its files (one of many files): Delta's file
@@ -461,9 +496,8 @@ def test_a_log_batch_reading_its_table_whole_lists_its_files_without_delta_s_fil
 
 
 def test_a_batch_counts_its_rows_and_finds_its_key_ranges_in_one_spark_job(spark: Any, tmp_path: Path) -> None:
-    """The batch's row counts, key bounds and widest key gaps are one-row aggregates collected as a
-    union: one job (cross-joined, each aggregate was broadcast in a job of its own), which reads the
-    feed twice: once for the counts and bounds together, once for the gaps (then sorted)."""
+    """The batch's row counts and its key slices' bounds are one aggregate: one job, which reads the
+    feed once (the gaps were found in a second read, whose keys were sorted in one task)."""
     table = _table(tmp_path)
     _clustered(spark, table, keys=400, files=8)
     clustered = [{"id": k, "seq": 2, "op": "U", "v": "c"} for k in (101, 102, 140, 300)]
@@ -483,6 +517,6 @@ def test_a_batch_counts_its_rows_and_finds_its_key_ranges_in_one_spark_job(spark
         assert first and ("prune.py" in first[0][0] or "plan.py" in first[0][0])
         statistics = [job for job in ran if job[0] == first[0][0]]
         assert len(statistics) == 1, ran
-        assert statistics[0][1] == 3, ran  # two reads of the feed and the sort of its keys
+        assert statistics[0][2] == len(clustered), ran  # the feed's rows, read once
     finally:
         plan.release()

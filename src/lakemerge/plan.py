@@ -241,15 +241,19 @@ def plan_batch(
         # read whole (prune.MIN_PRUNED_BYTES).
         whole = not exists or table.scd2 or bool(selection.snapshots) or _small_table(spark, table)
         early = not whole and not any(f.truncate_codes for f in table.feeds)
-        counts = [
-            F.expr("count(1)").alias("_lm_rows"),
-            F.expr(f"count({C.ERROR})").alias("_lm_bad"),
-            F.expr(f"count_if({C.ERROR} IS NULL AND {C.OP} = 'N')").alias("_lm_n"),
-        ]
-        # (The bounds of the valid rows' keys are found in the same aggregate, one read of the feed.)
-        query = range_query(frame, table.key, where=is_valid, aggregates=counts) if early else None
+        counts = {
+            "_lm_rows": F.expr("count(1)"),
+            "_lm_bad": F.expr(f"count({C.ERROR})"),
+            "_lm_n": F.expr(f"count_if({C.ERROR} IS NULL AND {C.OP} = 'N')"),
+        }
+        # (The valid rows' key ranges are found in the same aggregate, one read of the feed, over
+        # the span of the keys the table holds.)
+        stored_files = _stored_files(spark, table) if not whole else None
+        span = prune.span_of(stored_files)
+        query = range_query(frame, table.key, where=is_valid, counts=counts, span=span) if early else None
         try:
-            parts = query.parts if query is not None else [prune.tagged(frame.agg(*counts), prune.BOUNDS)]
+            whole_counts = frame.agg(*[c.alias(n) for n, c in counts.items()])
+            parts = query.parts if query is not None else [prune.tagged(whole_counts, prune.BOUNDS)]
             found = prune.collect_parts(parts)
             stats = found[prune.BOUNDS]
         except Exception as exc:
@@ -281,7 +285,7 @@ def plan_batch(
         # table's sides are then read from only the files that can hold those keys.
         ranges: KeyRanges | None = None
         if query is not None:
-            ranges = _paying(spark, _stored_paths(spark, table), query.ranges(found))
+            ranges = _paying(stored_files, query.ranges(found))
         stored: DataFrame | None = None
         stored_schema: StructType | None = None
         sides: dict[str, DataFrame] = {}
@@ -368,7 +372,7 @@ def plan_batch(
             # Only a batch that can touch nothing but its own keys is pruned (a truncate or a
             # snapshot reaches every stored row), and only on a table that is not small.
             if not whole and truncate.before is None and query is None:
-                ranges = _paying(spark, _stored_paths(spark, table), key_ranges(valid, table.key))
+                ranges = _paying(stored_files, key_ranges(valid, table.key, span=span))
             candidates = stored
             if of_keys:
                 # Only the batch's keys of the merged view, deletes too: never rank the whole table
@@ -524,18 +528,30 @@ def _stored_paths(spark: SparkSession, table: TableConfig) -> list[str]:
     return [path for path in (table.path, table.log_table) if delta.table_exists(spark, path)]
 
 
-def _paying(spark: SparkSession, paths: Sequence[str], ranges: KeyRanges | None) -> KeyRanges | None:
-    """``ranges`` when they leave out at least :data:`prune.MIN_SKIPPED_SHARE` of the bytes of the
-    Delta tables at ``paths`` (by their files' key statistics), or when the statistics cannot tell;
-    else ``None``: a predicate that skips nothing only costs the batch."""
-    if ranges is None:
+def _stored_files(spark: SparkSession, table: TableConfig) -> list[tuple[Any, Any, int]] | None:
+    """Each data file of the Delta tables that hold ``table``'s rows (the table, and in ``log`` mode
+    its log where they exist) with its smallest and largest key and its size, from Delta's log
+    (:func:`delta.file_key_bounds`); ``None`` when a table's statistics cannot tell, or the key has
+    several columns."""
+    if len(table.key) != 1:
         return None
     files: list[tuple[Any, Any, int]] = []
-    for path in paths:
-        found = delta.file_key_bounds(spark, path, ranges.column)
+    for path in _stored_paths(spark, table):
+        found = delta.file_key_bounds(spark, path, table.key[0])
         if found is None:
-            return ranges
+            return None
         files.extend(found)
+    return files
+
+
+def _paying(files: Sequence[tuple[Any, Any, int]] | None, ranges: KeyRanges | None) -> KeyRanges | None:
+    """``ranges`` when they leave out at least :data:`prune.MIN_SKIPPED_SHARE` of the bytes of the
+    stored ``files`` (:func:`_stored_files`), or when the statistics cannot tell (``files`` is
+    ``None``); else ``None``: a predicate that skips nothing only costs the batch."""
+    if ranges is None:
+        return None
+    if files is None:
+        return ranges
     share = prune.skipped_share(files, ranges)
     return ranges if share is not None and share >= prune.MIN_SKIPPED_SHARE else None
 

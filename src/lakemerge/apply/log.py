@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from lakemerge.apply.classify import WRITES, Outcome
 from lakemerge.config.models import TableConfig
 from lakemerge.feeds import columns as C
+from lakemerge.spark import literals
 from lakemerge.table import delta
 
 if TYPE_CHECKING:
@@ -119,17 +120,10 @@ def log_rows(
 
 
 def batch_number(number: int, key: Column) -> Column:
-    """``number`` as a bigint column, kept out of the code Spark generates for the query.
-
-    Spark writes a long literal into the Java source it compiles for a stage, so a batch number
-    written as one makes every batch's stage new code: compiled by Janino and then run cold by the
-    JVM, every batch. A literal array is passed to the compiled code as an object instead. Its
-    index (0 or 1, from a hash of the row's ``key``; both elements are ``number``) is computed from
-    the data, which the optimizer cannot fold back into a literal, whatever it proves of the key."""
-    from pyspark.sql import functions as F
-
-    both = F.array(F.lit(number).cast("bigint"), F.lit(number).cast("bigint"))
-    return both[F.pmod(F.hash(key), F.lit(2))]
+    """``number`` as a bigint column, kept out of the code Spark generates for the query
+    (:func:`lakemerge.spark.literals.opaque`, indexed by the row's ``key``): a batch number written
+    as a literal would make every batch's stage new code to compile."""
+    return literals.opaque(number, key, "bigint")
 
 
 def tombstones(spark: SparkSession, table: TableConfig) -> DataFrame | None:

@@ -3,26 +3,36 @@ files that cannot hold any of them (PRODUCT.md §Performance; OSS Delta MERGE do
 itself).
 
 The ranges come from one small aggregate over the batch's keys (never over the table; a batch
-collects it in the same action as its row counts): sorted,
-the batch's keys are cut at their ``limit - 1`` widest gaps, which gives the ``limit`` ranges that
-cover every key with the least total width. A gap narrower than a 64th of the batch's span is not
-cut: it could skip a file only on a table of more than 64 files over that span, while every range
-costs Delta's file skipping and planning on each read (bench/HISTORY.md, eighth session: one range
+collects it in the same action as its row counts). Each key goes to one of :data:`SLICES` equal
+slices of the span of keys the table holds (from its files' statistics), and the aggregate keeps
+each occupied slice's smallest and largest key: one read of the batch, no sort. Sorted, the slices
+are cut at their ``limit - 1`` widest gaps, which gives the ``limit`` ranges that cover every key
+with about the least total width. A gap narrower than a 64th of the batch's span is not cut: it
+could skip a file only on a table of more than 64 files over that span, while every range costs
+Delta's file skipping and planning on each read (bench/HISTORY.md, eighth session: one range
 instead of eight that skipped nothing made a batch of 1,500 uniform keys faster). So a batch of
 keys spread evenly gets one range, and a batch of a few clusters, or of a few keys, one per cluster.
-Keys whose type has no distance (strings, binary) get one range, from the smallest key to the
-largest. The predicate goes into the classification's read of the table and into the MERGE
-condition, where Delta's file skipping (min/max statistics per file) uses it; a ``log`` batch
-leaves out the files itself, from the statistics in Delta's checksum, and filters no row by the
-ranges where it reads only its own keys' rows (lakemerge.apply.log.read_sides). A key outside
-every range is never in the batch, so results are unchanged.
+Keys whose type has no distance (strings, binary), or whose table's span is unknown, get one range,
+from the smallest key to the largest. The predicate goes into the classification's read of the
+table and into the MERGE condition, where Delta's file skipping (min/max statistics per file) uses
+it; a ``log`` batch leaves out the files itself, from the statistics in Delta's checksum, and
+filters no row by the ranges where it reads only its own keys' rows
+(lakemerge.apply.log.read_sides). A key outside every range is never in the batch, so results are
+unchanged.
+
+(The gaps were found by sorting the batch's keys in one task, a second read of the batch: about 80
+ms more per batch of 15,000 keys, bench/RESULTS.md, "Nineteenth session".)
 """
 
 from __future__ import annotations
 
+import datetime
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from lakemerge.spark import literals
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -68,39 +78,52 @@ class KeyRanges:
 #: apart.
 PART = "_lm_part"
 
-#: The :data:`PART` of a :class:`RangeQuery`'s row of key bounds (and of the aggregates computed with them).
+#: The :data:`PART` of a :class:`RangeQuery`'s row (which also holds the counts computed with it).
 BOUNDS = "_lm_kr_bounds"
+
+#: How many equal slices of the stored keys' span a batch's keys are sorted into to find the gaps
+#: between them: a gap inside a slice is not seen. A slice of the benchmark's SF1 table (keys up to
+#: 6 million, 16 files) holds 1,500 of its keys, a few hundredths of a file.
+SLICES = 4096
 
 
 @dataclass(frozen=True)
 class RangeQuery:
-    """The one-row aggregates that :func:`key_ranges` collects, for a caller to collect with other
+    """The one-row aggregate that :func:`key_ranges` collects, for a caller to collect with other
     figures in one Spark action and one job: ``parts`` are frames of one row each, tagged by
     :data:`PART`, the query's own columns prefixed ``_lm_kr_`` (the row tagged :data:`BOUNDS` also
-    holds the caller's ``aggregates``, see :func:`range_query`); union them (:func:`collect_parts`)
-    with other tagged rows, and give :meth:`ranges` the rows by tag. A union runs as one job, where cross-joining
-    one-row aggregates broadcasts each of them in a job of its own."""
+    holds the caller's counts, see :func:`range_query`); union them (:func:`collect_parts`) with
+    other tagged rows, and give :meth:`ranges` the rows by tag. A union runs as one job, where
+    cross-joining one-row aggregates broadcasts each of them in a job of its own."""
 
     parts: tuple[DataFrame, ...]
     column: str
+    limit: int
     min_share: float
 
     def ranges(self, rows: Mapping[str, Any]) -> KeyRanges | None:
         """The ranges from ``rows`` (collected rows of ``parts``, by their :data:`PART`), or
-        ``None`` when there is no key."""
-        bounds, cuts = rows[BOUNDS], rows["_lm_kr_cuts"]
-        lowest, highest = bounds["_lm_kr_lo"], bounds["_lm_kr_hi"]
-        if lowest is None:
+        ``None`` when there is no key.
+
+        The row holds each occupied slice's smallest and largest key; a range never ends inside a
+        slice, so that every key lies in a range. Sorted, the slices are cut at their ``limit - 1``
+        widest gaps (from one slice's largest key to the next one's smallest) of at least
+        ``min_share`` of the span from the smallest key to the largest."""
+        slices = rows[BOUNDS]["_lm_kr_slices"] or []
+        found = sorted(((s["slice"], s["lo"], s["hi"]) for s in slices), key=lambda s: s[0])
+        if not found:
             return None
-        span = bounds["_lm_kr_span"]
-        narrowest = span * self.min_share if span else 0.0
-        found = cuts["_lm_kr_cuts"] or []
-        chosen = sorted(((c["lo"], c["hi"]) for c in found if c["gap"] >= narrowest), key=lambda c: c[0])
+        lowest, highest = found[0][1], found[-1][2]
+        span = _position(highest) - _position(lowest) if len(found) > 1 else 0.0
+        narrowest = span * self.min_share
+        gaps = [(_position(found[i + 1][1]) - _position(found[i][2]), i) for i in range(len(found) - 1)]
+        wide = sorted((g for g in gaps if g[0] > 0 and g[0] >= narrowest), key=lambda g: (-g[0], g[1]))
+        cuts = sorted(i for _, i in wide[: self.limit - 1])
         ranges: list[tuple[Any, Any]] = []
         start = lowest
-        for end, restart in chosen:
-            ranges.append((start, end))
-            start = restart
+        for i in cuts:
+            ranges.append((start, found[i][2]))
+            start = found[i + 1][1]
         ranges.append((start, highest))
         return KeyRanges(column=self.column, ranges=tuple(ranges))
 
@@ -127,55 +150,73 @@ def range_query(
     limit: int = DEFAULT_RANGES,
     min_share: float = MIN_GAP_SHARE,
     where: Column | None = None,
-    aggregates: Sequence[Column] = (),
+    counts: Mapping[str, Column] | None = None,
+    span: tuple[Any, Any] | None = None,
 ) -> RangeQuery | None:
-    """The aggregates that find the ranges covering the keys of ``changes`` (of its rows that meet
-    ``where``, when given): their smallest and largest key, their span and their ``limit - 1``
-    widest gaps; ``None`` when the key has several columns. Only gaps of at least ``min_share`` of
-    the span are cut (see :meth:`RangeQuery.ranges`). ``aggregates`` (one-row aggregates over all of
-    ``changes``, such as a batch's row counts) are computed with the bounds, in one read of
-    ``changes``, and collected in the row tagged :data:`BOUNDS`."""
-    from pyspark.sql import Window
+    """The aggregate that finds the ranges covering the keys of ``changes`` (of its rows that meet
+    ``where``, when given), or ``None`` when the key has several columns: in one read of
+    ``changes`` and no sort, each key goes to one of :data:`SLICES` equal slices of ``span`` (the
+    smallest and largest key the table holds, from its files' statistics; keys outside it go to a
+    slice below it or above it), and the query collects each occupied slice's smallest and largest
+    key. Without ``span``, or for a key with no distance (strings, binary, floating point), every
+    key is in one slice: one range, from the smallest key to the largest. ``counts`` (named counts
+    over all of ``changes``, such as a batch's row counts; each must be a count, whose total is the
+    sum of its counts over the slices) are computed with them, and collected in the row tagged
+    :data:`BOUNDS`."""
     from pyspark.sql import functions as F
-    from pyspark.sql import types as T
 
     if len(key) != 1 or limit < 1:
         return None
     name = key[0]
-    kind = changes.schema[name].dataType
     column = F.col(f"`{name}`")
     counted = column.isNotNull() & (where if where is not None else F.lit(True))
-    keys = changes.where(counted).select(column.alias("k"))
-    lowest, highest = F.min(F.when(counted, column)), F.max(F.when(counted, column))
-    distance = _distance(kind)
-    cut = T.StructType([T.StructField("lo", kind), T.StructField("hi", kind), T.StructField("gap", T.DoubleType())])
-    if distance is None or limit == 1:
-        span = F.lit(None).cast(T.DoubleType())
-        widest = keys.limit(0).agg(F.array().cast(T.ArrayType(cut)).alias("_lm_kr_cuts"))
+    position = _spark_position(changes.schema[name].dataType, column)
+    scale = _scale(span) if position is not None and limit > 1 else None
+    if position is None or scale is None:
+        slice_of = F.lit(0).cast("bigint")
     else:
-        span = distance(lowest, highest).cast(T.DoubleType())
-        steps = keys.select(F.lag("k").over(Window.orderBy("k")).alias("lo"), F.col("k").alias("hi")).where(
-            F.col("lo").isNotNull() & (F.col("hi") != F.col("lo"))
-        )
-        widest = (
-            steps.select("lo", "hi", distance(F.col("lo"), F.col("hi")).cast(T.DoubleType()).alias("gap"))
-            .orderBy(F.col("gap").desc())
-            .limit(limit - 1)
-            .agg(F.collect_list(F.struct("lo", "hi", "gap")).alias("_lm_kr_cuts"))
-        )
-    bounds = changes.agg(*aggregates, lowest.alias("_lm_kr_lo"), highest.alias("_lm_kr_hi"), span.alias("_lm_kr_span"))
-    parts = (tagged(bounds, BOUNDS), tagged(widest, "_lm_kr_cuts"))
-    return RangeQuery(parts=parts, column=name, min_share=min_share)
+        # (The scale changes with the table's span: literals would be new code every batch.)
+        offset, factor = (literals.opaque(v, column, "double") for v in scale)
+        slice_of = F.least(F.greatest(F.floor((position - offset) * factor), F.lit(-1)), F.lit(SLICES))
+    named = dict(counts or {})
+    per_slice = changes.groupBy(F.when(counted, slice_of).alias("slice")).agg(
+        *[c.alias(n) for n, c in named.items()],
+        F.min(F.when(counted, column)).alias("lo"),
+        F.max(F.when(counted, column)).alias("hi"),
+    )
+    occupied = F.when(F.col("slice").isNotNull(), F.struct("slice", "lo", "hi"))
+    row = per_slice.agg(
+        *[F.coalesce(F.sum(n), F.lit(0)).cast("bigint").alias(n) for n in named],
+        F.collect_list(occupied).alias("_lm_kr_slices"),
+    )
+    return RangeQuery(parts=(tagged(row, BOUNDS),), column=name, limit=limit, min_share=min_share)
 
 
 def key_ranges(
-    changes: DataFrame, key: Sequence[str], *, limit: int = DEFAULT_RANGES, min_share: float = MIN_GAP_SHARE
+    changes: DataFrame,
+    key: Sequence[str],
+    *,
+    limit: int = DEFAULT_RANGES,
+    min_share: float = MIN_GAP_SHARE,
+    span: tuple[Any, Any] | None = None,
 ) -> KeyRanges | None:
-    """The ranges covering the keys of ``changes`` (one action, one job), or ``None`` when the key
-    has several columns or ``changes`` is empty. Only gaps of at least ``min_share`` of the span from
-    the smallest key to the largest are cut."""
-    query = range_query(changes, key, limit=limit, min_share=min_share)
+    """The ranges covering the keys of ``changes`` (one action, one job; see :func:`range_query`),
+    or ``None`` when the key has several columns or ``changes`` is empty."""
+    query = range_query(changes, key, limit=limit, min_share=min_share, span=span)
     return query.ranges(collect_parts(query.parts)) if query is not None else None
+
+
+def span_of(files: Sequence[tuple[Any, Any, int]] | None) -> tuple[Any, Any] | None:
+    """The smallest and largest key of ``files`` (:func:`lakemerge.table.delta.file_key_bounds`
+    of the stored tables), from those whose statistics know them; ``None`` when none do."""
+    lows = [low for low, high, _ in files or () if low is not None and high is not None]
+    highs = [high for low, high, _ in files or () if low is not None and high is not None]
+    if not lows:
+        return None
+    try:
+        return min(lows), max(highs)
+    except TypeError:
+        return None
 
 
 #: The least share of the stored bytes that a batch's key ranges must leave out for the batch to
@@ -207,17 +248,42 @@ def skipped_share(files: Sequence[tuple[Any, Any, int]], ranges: KeyRanges) -> f
     return outside / total
 
 
-def _distance(kind: Any) -> Any:
-    """How far apart two keys of type ``kind`` are, as a function of two columns, or ``None``.
-    Numbers are subtracted as doubles: the span of a 64-bit key (a hash, say, from the most negative
-    value to the most positive) overflows its own type, which Spark's ANSI mode makes an error."""
+def _spark_position(kind: Any, column: Column) -> Column | None:
+    """Where a key of type ``kind`` lies on a line, as a double column (the number itself; days or
+    microseconds since 1970 for dates and timestamps), or ``None`` for a type with no distance.
+    Doubles, so that the span of a 64-bit key (a hash, from the most negative value to the most
+    positive) overflows nothing, which Spark's ANSI mode would make an error. Floating-point keys
+    get none: their NaN sorts above every number and would break the slices' order."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    if isinstance(kind, (T.IntegralType, T.DecimalType, T.FloatType, T.DoubleType)):
-        return lambda lo, hi: hi.cast("double") - lo.cast("double")
+    if isinstance(kind, (T.IntegralType, T.DecimalType)):
+        return column.cast("double")
     if isinstance(kind, T.DateType):
-        return lambda lo, hi: F.datediff(hi, lo)
+        return F.unix_date(column).cast("double")
     if isinstance(kind, (T.TimestampType, T.TimestampNTZType)):
-        return lambda lo, hi: F.unix_micros(hi.cast("timestamp")) - F.unix_micros(lo.cast("timestamp"))
+        return F.unix_micros(column.cast("timestamp")).cast("double")
     return None
+
+
+def _position(value: Any) -> float:
+    """:func:`_spark_position` of a key's value in Python."""
+    if isinstance(value, datetime.datetime):
+        return value.timestamp() * 1_000_000
+    if isinstance(value, datetime.date):
+        return float((value - datetime.date(1970, 1, 1)).days)
+    return float(value)
+
+
+def _scale(span: tuple[Any, Any] | None) -> tuple[float, float] | None:
+    """The offset and factor that take a key's position to its slice of ``span``: ``None`` when
+    the span is unknown, a single value, or not measurable."""
+    if span is None:
+        return None
+    try:
+        low, high = _position(span[0]), _position(span[1])
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(low) or not math.isfinite(high) or high <= low:
+        return None
+    return low, SLICES / (high - low)
