@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lakemerge.spark import literals
+from lakemerge.spark.scoped import scoped_conf
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -136,11 +137,16 @@ def tagged(frame: DataFrame, part: str) -> DataFrame:
 
 
 def collect_parts(parts: Sequence[DataFrame]) -> dict[str, Any]:
-    """Collect the tagged one-row frames ``parts`` in one action: their rows by :data:`PART`."""
+    """Collect the tagged one-row frames ``parts`` in one action: their rows by :data:`PART`.
+
+    Every shuffle in such frames moves partial aggregates (a :class:`RangeQuery`'s: a few thousand
+    rows per task at most), so one task merges them: with a batch's usual shuffle partitions, each
+    of eight tasks spent about 10 ms on a few rows (bench/RESULTS.md, "Nineteenth session")."""
     union = parts[0]
     for part in parts[1:]:
         union = union.unionByName(part, allowMissingColumns=True)
-    return {row[PART]: row for row in union.collect()}
+    with scoped_conf(union.sparkSession, {"spark.sql.shuffle.partitions": "1"}):
+        return {row[PART]: row for row in union.collect()}
 
 
 def range_query(
