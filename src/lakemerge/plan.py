@@ -234,7 +234,7 @@ def plan_batch(
     own = tuning.session_settings(spark) if own_settings is None else own_settings
     tuned = contextlib.ExitStack()
     try:
-        is_valid = F.expr(f"{C.ERROR} IS NULL AND {C.OP} != 'N'")
+        is_valid = f"{C.ERROR} IS NULL AND {C.OP} != 'N'"
         valid = frame.filter(is_valid)
         # The key ranges of a batch that can only touch its own keys (no snapshot, no history, no
         # truncate possible) are found in the same action as its row counts; a small table is
@@ -242,9 +242,9 @@ def plan_batch(
         whole = not exists or table.scd2 or bool(selection.snapshots) or _small_table(spark, table)
         early = not whole and not any(f.truncate_codes for f in table.feeds)
         counts = {
-            "_lm_rows": F.expr("count(1)"),
-            "_lm_bad": F.expr(f"count({C.ERROR})"),
-            "_lm_n": F.expr(f"count_if({C.ERROR} IS NULL AND {C.OP} = 'N')"),
+            "_lm_rows": "count(1)",
+            "_lm_bad": f"count({C.ERROR})",
+            "_lm_n": f"count_if({C.ERROR} IS NULL AND {C.OP} = 'N')",
         }
         # (The valid rows' key ranges are found in the same aggregate, one read of the feed, over
         # the span of the keys the table holds.)
@@ -252,8 +252,10 @@ def plan_batch(
         span = prune.span_of(stored_files)
         query = range_query(frame, table.key, where=is_valid, counts=counts, span=span) if early else None
         try:
-            whole_counts = frame.agg(*[c.alias(n) for n, c in counts.items()])
-            parts = query.parts if query is not None else [prune.tagged(whole_counts, prune.BOUNDS)]
+            if query is not None:
+                parts = query.parts
+            else:
+                parts = (prune.tagged(frame.agg(*[F.expr(f"{c} AS {n}") for n, c in counts.items()]), prune.BOUNDS),)
             found = prune.collect_parts(parts)
             stats = found[prune.BOUNDS]
         except Exception as exc:

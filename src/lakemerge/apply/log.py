@@ -115,15 +115,17 @@ def log_rows(
         )
     else:
         rows = rows.drop(*[C.AFTER_DELETE] if partial else [])
-    rows = rows.withColumn(LOG_BATCH, batch_number(txn_version, F.col(f"`{table.key[0]}`")))
+    rows = rows.withColumn(LOG_BATCH, batch_number(txn_version, table.key[0]))
     return rows.coalesce(delta.files_for(writes))
 
 
-def batch_number(number: int, key: Column) -> Column:
+def batch_number(number: int, key: str) -> Column:
     """``number`` as a bigint column, kept out of the code Spark generates for the query
-    (:func:`lakemerge.spark.literals.opaque`, indexed by the row's ``key``): a batch number written
-    as a literal would make every batch's stage new code to compile."""
-    return literals.opaque(number, key, "bigint")
+    (:func:`lakemerge.spark.literals.opaque`, indexed by the row's ``key`` column): a batch number
+    written as a literal would make every batch's stage new code to compile."""
+    from pyspark.sql import functions as F
+
+    return F.expr(literals.opaque(number, literals.quoted(key), "bigint"))
 
 
 def tombstones(spark: SparkSession, table: TableConfig) -> DataFrame | None:

@@ -10,17 +10,17 @@ computed from the data, which the optimizer cannot fold (bench/RESULTS.md, "Eigh
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from pyspark.sql import Column
+def opaque(value: int | float, row: str, kind: str) -> str:
+    """``value`` as a SQL expression of type ``kind`` (``bigint``, ``double``) whose value Spark's
+    generated code reads from an object: an element of a literal array of two copies of it, indexed
+    by a hash of ``row`` (a SQL expression of the row, such as a quoted column name) modulo 2,
+    whatever the optimizer proves of that column. (SQL text: built of PySpark's functions, it cost
+    17 calls into the JVM.)"""
+    number = f"CAST({int(value)} AS BIGINT)" if kind == "bigint" else f"CAST('{float(value)!r}' AS DOUBLE)"
+    return f"array({number}, {number})[pmod(hash({row}), 2)]"
 
 
-def opaque(value: int | float, row: Column, kind: str) -> Column:
-    """``value`` as a ``kind`` column (``bigint``, ``double``) whose value Spark's generated code
-    reads from an object: an element of a literal array of two copies of it, indexed by a hash of
-    ``row`` (any column of the row) modulo 2, whatever the optimizer proves of that column."""
-    from pyspark.sql import functions as F
-
-    both = F.array(F.lit(value).cast(kind), F.lit(value).cast(kind))
-    return both[F.pmod(F.hash(row), F.lit(2))]
+def quoted(name: str) -> str:
+    """``name`` as a SQL identifier."""
+    return "`" + name.replace("`", "``") + "`"
