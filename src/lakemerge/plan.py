@@ -248,7 +248,7 @@ def plan_batch(
         }
         # (The valid rows' key ranges are found in the same aggregate, one read of the feed, over
         # the span of the keys the table holds.)
-        stored_files = _stored_files(spark, table) if not whole else None
+        stored_files = _stored_files(spark, table) if early else None
         span = prune.span_of(stored_files)
         query = range_query(frame, table.key, where=is_valid, counts=counts, span=span) if early else None
         try:
@@ -374,7 +374,9 @@ def plan_batch(
             # Only a batch that can touch nothing but its own keys is pruned (a truncate or a
             # snapshot reaches every stored row), and only on a table that is not small.
             if not whole and truncate.before is None and query is None:
-                ranges = _paying(stored_files, key_ranges(valid, table.key, span=span))
+                stored_files = _stored_files(spark, table)
+                found_ranges = key_ranges(valid, table.key, span=prune.span_of(stored_files))
+                ranges = _paying(stored_files, found_ranges)
             candidates = stored
             if of_keys:
                 # Only the batch's keys of the merged view, deletes too: never rank the whole table
