@@ -446,3 +446,38 @@ def test_a_log_keyed_by_a_boolean_column_too_is_created_and_read(spark: Any, tmp
     assert [(r["k"], r["b"], r["a"]) for r in view(spark, table)] == [(1, True, "z")]
     configured = deltalake.DeltaTable(table.log_table).metadata().configuration
     assert configured["delta.dataSkippingStatsColumns"] == "`k`, `_lm_op`, `_lm_batch`"
+
+
+def _files_added(path: str) -> list[int]:
+    """How many data files each commit of the Delta table at ``path`` added, oldest first."""
+    counts = []
+    for commit in sorted((Path(path) / "_delta_log").glob("*.json")):
+        counts.append(sum(1 for line in commit.read_text().splitlines() if '"add"' in line[:10]))
+    return counts
+
+
+def test_a_large_batch_is_logged_by_every_core_with_what_one_file_holds(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch of at least ``MIN_ROWS_PER_WRITER`` rows per core is written in one log file per core
+    (its join with its keys' stored rows, its classification and its write in as many tasks, not
+    one), a smaller one in one file; the view and the counts are the same either way."""
+    wide, narrow = config(tmp_path, "wide"), config(tmp_path, "narrow")
+    cores = spark.sparkContext.defaultParallelism
+    assert cores >= 2
+    for number, files in enumerate(BATCHES):
+        results = []
+        for table, least in ((wide, 1), (narrow, 10**9)):
+            drop(tmp_path, table, number, files)
+            monkeypatch.setattr(log, "MIN_ROWS_PER_WRITER", least)
+            results.append(lakemerge.apply_table(table, spark=spark))
+        assert results[0].metrics == results[1].metrics
+    assert view(spark, wide) == view(spark, narrow)
+    assert _files_added(narrow.log_table) == [1] * len(BATCHES)
+    # Every core wrote one of a batch's files, or none where its share of the keys held no change.
+    added = _files_added(wide.log_table)
+    assert max(added) == cores and all(1 <= n <= cores for n in added), added
+    assert log.files_for(spark, 10) == 1
+    monkeypatch.setattr(log, "MIN_ROWS_PER_WRITER", 50_000)
+    assert log.files_for(spark, 2 * 50_000 * cores) == cores
+    assert log.files_for(spark, 3 * delta.ROWS_PER_FILE) == max(3, cores)

@@ -80,8 +80,8 @@ def log_rows(
     keyed: bool = False,
     stored_columns: Sequence[str] = (),
 ) -> DataFrame:
-    """The log rows of a classified batch, in files of about :data:`delta.ROWS_PER_FILE` rows
-    (``writes``: how many rows at most): its inserts, updates and deletes, and (when the table keeps
+    """The log rows of a classified batch, in :func:`files_for` files (``writes``: how many rows at
+    most): its inserts, updates and deletes, and (when the table keeps
     tombstones) its deletes of keys the view does not hold. ``keyed``: the batch's keys can be
     broadcast (see :func:`read_merged`). ``stored_columns``: the merged view's columns when the
     batch was planned; the view is read again only when the batch folds partial updates or lacks
@@ -116,7 +116,21 @@ def log_rows(
     else:
         rows = rows.drop(*[C.AFTER_DELETE] if partial else [])
     rows = rows.withColumn(LOG_BATCH, batch_number(txn_version, table.key[0]))
-    return rows.coalesce(delta.files_for(writes))
+    return rows.coalesce(files_for(spark, writes))
+
+
+#: The fewest rows per file of a batch whose log rows are spread over every core.
+MIN_ROWS_PER_WRITER = 50_000
+
+
+def files_for(spark: SparkSession, rows: int) -> int:
+    """How many files a batch of at most ``rows`` log rows is written in: one per
+    :data:`delta.ROWS_PER_FILE`, and one per core for a batch of at least
+    :data:`MIN_ROWS_PER_WRITER` rows per core. The batch's join with its keys' stored rows, its
+    classification and its write run in the tasks that write those files: in one file, on one core
+    (bench/RESULTS.md, "Nineteenth session")."""
+    cores = max(1, spark.sparkContext.defaultParallelism)
+    return max(delta.files_for(rows), min(cores, rows // MIN_ROWS_PER_WRITER))
 
 
 def batch_number(number: int, key: str) -> Column:
