@@ -20,7 +20,7 @@ from lakemerge.errors import ConflictError, TableError
 from lakemerge.feeds import columns as C
 from lakemerge.plan import BatchPlan, NothingPending, plan_batch
 from lakemerge.results import BatchMetrics, BatchResult
-from lakemerge.spark import tuning
+from lakemerge.spark import localfs, tuning
 from lakemerge.spark.errors import first_line, translate
 from lakemerge.spark.scoped import scoped_conf
 from lakemerge.table import maintenance, transaction
@@ -57,6 +57,15 @@ def apply_table(
         ConflictError: concurrent writers won every attempt.
     """
     started = time.monotonic()
+    try:
+        return _apply(table, spark=spark, inputs=inputs, dry_run=dry_run, started=started)
+    finally:
+        localfs.drop_stale_checksums(spark, (table.path, table.log_table, table.tombstone_table))
+
+
+def _apply(
+    table: TableConfig, *, spark: SparkSession, inputs: Sequence[str] | None, dry_run: bool, started: float
+) -> BatchResult:
     for attempt in range(1, table.commit_attempts + 1):
         try:
             own = tuning.session_settings(spark)

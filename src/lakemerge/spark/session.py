@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lakemerge.config.models import SparkSettings
+from lakemerge.spark import localfs
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -101,6 +102,9 @@ def session_conf(settings: SparkSettings) -> dict[str, str]:
                 # version is read, in this many partitions: one is the fastest for the logs a local
                 # session sees (bench/RESULTS.md, `python -m bench.snapshots`); clusters keep Delta's.
                 "spark.databricks.delta.snapshotPartitions": "1",
+                # Delta's commits without Hadoop's checksum side files: half the processes Hadoop
+                # starts per commit (lakemerge.spark.localfs).
+                localfs.SETTING: localfs.RAW,
             }
         )
     if settings.catalog == "hive":

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from lakemerge.apply import log
 from lakemerge.config.models import TableConfig
 from lakemerge.results import CompactionResult
+from lakemerge.spark import localfs
 from lakemerge.table import delta, tombstones
 
 if TYPE_CHECKING:
@@ -58,6 +59,7 @@ def compact(table: TableConfig, *, spark: SparkSession) -> CompactionResult:
         if table.write_mode == "deletion_vectors":
             spark.sql(f"REORG TABLE delta.`{_quoted(table.path)}` APPLY (PURGE)")
             purged = True
+    localfs.drop_stale_checksums(spark, (table.path, table.log_table, table.tombstone_table))
     return CompactionResult(
         table=table.name,
         path=table.path,

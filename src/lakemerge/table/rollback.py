@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from lakemerge.errors import ConfigError, TableError
+from lakemerge.spark import localfs
 from lakemerge.table import delta
 from lakemerge.table.inspect import require_table
 
@@ -91,6 +92,7 @@ def rollback(
     version = int(delta.history_rows(spark, path, limit=1)[0]["version"])
     if version == latest:
         raise TableError(f"{path}: the restore made no commit")
+    localfs.drop_stale_checksums(spark, (path,))
     return RollbackResult(
         path=path,
         from_version=latest,

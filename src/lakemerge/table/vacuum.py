@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakemerge.config.models import TableConfig
 from lakemerge.errors import ConfigError
+from lakemerge.spark import localfs
 from lakemerge.spark.scoped import scoped_conf
 from lakemerge.table import delta, tombstones
 from lakemerge.table.inspect import require_table
@@ -83,6 +84,7 @@ def vacuum(
         deleted += _vacuum_files(spark, table.tombstone_table, retain_hours)
     if delta.table_exists(spark, table.log_table):
         deleted += _vacuum_files(spark, table.log_table, retain_hours)
+    localfs.drop_stale_checksums(spark, (table.path, table.log_table, table.tombstone_table))
     return VacuumResult(
         table=table.name,
         path=table.path,

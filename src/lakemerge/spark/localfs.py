@@ -1,0 +1,62 @@
+"""The local filesystem of a local session: Delta's commits without Hadoop's checksum side files.
+
+Delta writes its commits, version checksums and ``_last_checkpoint`` through Hadoop's ``FileContext``,
+whose default for ``file:`` paths (``ChecksumFs``) writes a ``.crc`` side file beside each file and
+renames it with the file. With no native Hadoop library (PySpark ships none), Hadoop starts a process
+for each status lookup in a rename (``readlink``, four per rename) and for each file it creates
+(``chmod``): about twenty processes, 70-100 ms, for every Delta commit. Without the side files (Hadoop's
+``RawLocalFs``) a commit starts half as many and takes 30-50 ms (bench/RESULTS.md, "Nineteenth session").
+Local sessions lakemerge starts use it; the files Delta reads and writes are the same, and a reader
+that checks side files finds none for them, so checks nothing.
+
+A file Delta overwrites in place (``_last_checkpoint``, ``_last_vacuum_info``) may still have a side file
+from a session with the default: overwritten without it, the side file no longer matches, and such a
+session's reads of the file fail their check (Delta then retries for three seconds, and finds the
+checkpoint by listing). :func:`drop_stale_checksums` removes those side files after lakemerge writes a
+table.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+from urllib.parse import urlparse
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+#: The Hadoop setting of the ``FileContext`` implementation for ``file:`` paths.
+SETTING = "spark.hadoop.fs.AbstractFileSystem.file.impl"
+
+#: Hadoop's ``FileContext`` implementation for ``file:`` paths without checksum side files.
+RAW = "org.apache.hadoop.fs.local.RawLocalFs"
+
+#: The files of a Delta log that Delta overwrites in place.
+OVERWRITTEN = ("_last_checkpoint", "_last_vacuum_info")
+
+
+def drop_stale_checksums(spark: SparkSession, paths: Iterable[str]) -> None:
+    """Remove the checksum side files of the files Delta overwrites in place (:data:`OVERWRITTEN`)
+    from the logs of the local Delta tables at ``paths``, when this session writes without side
+    files (``RawLocalFs``, see the module's notes); nothing for other sessions or paths."""
+    if not str(spark.sparkContext.master).startswith("local") or spark.conf.get(SETTING, None) != RAW:
+        return
+    for path in paths:
+        local = _local(path)
+        if local is None:
+            continue
+        for name in OVERWRITTEN:
+            with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+                os.remove(os.path.join(local, "_delta_log", f".{name}.crc"))
+
+
+def _local(path: str) -> str | None:
+    """``path`` on the local filesystem (with no scheme or ``file:``), else ``None``."""
+    parsed = urlparse(path)
+    if parsed.scheme == "file":
+        return parsed.path
+    if parsed.scheme == "" or (len(parsed.scheme) == 1 and os.name == "nt"):
+        return path
+    return None
