@@ -4,6 +4,7 @@ overwrites in place, which a session with Hadoop's default would then fail to re
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +67,13 @@ def test_only_local_paths_of_a_session_without_side_files_are_touched(spark: Any
     log.mkdir(parents=True)
     for name in localfs.OVERWRITTEN:
         (log / f".{name}.crc").write_bytes(b"crc")
-    localfs.drop_stale_checksums(spark, ["s3a://bucket/t", "hdfs://nn/t", str(tmp_path / "missing")])
+    # (Each names the real directory in its path: only its scheme or host keeps it from being touched.)
+    elsewhere = [f"s3a://bucket{tmp_path / 't'}", f"hdfs://nn{tmp_path / 't'}", f"file://otherhost{tmp_path / 't'}"]
+    localfs.drop_stale_checksums(spark, [*elsewhere, str(tmp_path / "missing")])
     assert len(list(log.glob(".*.crc"))) == len(localfs.OVERWRITTEN)
     localfs.drop_stale_checksums(spark, [f"file://{tmp_path / 't'}"])
+    assert not list(log.glob(".*.crc"))
+    for name in localfs.OVERWRITTEN:
+        (log / f".{name}.crc").write_bytes(b"crc")
+    localfs.drop_stale_checksums(spark, [os.path.relpath(tmp_path / "t")])  # relative: as the JVM resolves it
     assert not list(log.glob(".*.crc"))

@@ -15,7 +15,6 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pyspark.sql import functions as F
 
 import lakemerge
 from lakemerge import batch as batch_module
@@ -85,8 +84,11 @@ def test_ranges_cut_the_widest_gaps_and_cover_every_key(spark: Any) -> None:
     )
     # Keys outside the table's span have slices of their own below it and above it.
     assert key_ranges(frame, ("id",), limit=3, span=(10, 20)).ranges == ((1, 3), (100, 1000))  # type: ignore[union-attr]
-    # Without a span (no table, or no statistics of its key) the keys are one range.
-    assert key_ranges(frame, ("id",), limit=3).ranges == ((1, 1000),)  # type: ignore[union-attr]
+    # Without a span (no statistics of the table's key), the batch's own, found by one job more.
+    assert key_ranges(frame, ("id",), limit=3).ranges == ((1, 3), (100, 101), (1000, 1000))  # type: ignore[union-attr]
+    # The query's own columns do not clash with the feed's, whatever they are called.
+    odd = frame.selectExpr("id", "id AS slice", "id AS lo", "id AS hi", "id AS `_lm_kr_slices`")
+    assert key_ranges(odd, ("id",), limit=3, span=span).ranges == ((1, 3), (100, 101), (1000, 1000))  # type: ignore[union-attr]
     names = spark.createDataFrame([("b",), ("a",), ("q",)], "id STRING")
     assert key_ranges(names, ("id",), span=("a", "z")).ranges == (("a", "q"),)  # type: ignore[union-attr]
     assert key_ranges(frame.selectExpr("id", "id AS j"), ("id", "j"), span=span) is None
@@ -118,31 +120,46 @@ def test_keys_spread_evenly_get_one_range_and_a_few_keys_keep_their_gaps(spark: 
     days = spark.createDataFrame([("2024-01-01",), ("2024-01-02",), ("2024-06-30",)], "d STRING").selectExpr(
         "CAST(d AS DATE) AS d", "CAST(d AS TIMESTAMP) AS t"
     )
-    for column in ("d", "t"):
-        first, last = days.agg(F.min(column), F.max(column)).first()  # type: ignore[misc]
-        found = key_ranges(days.select(column), (column,), span=(first, last)).ranges  # type: ignore[union-attr]
+    for column in ("d", "t"):  # (Delta keeps no exact statistics of timestamps: the batch's own span)
+        found = key_ranges(days.select(column), (column,)).ranges  # type: ignore[union-attr]
         assert [(str(a)[:10], str(b)[:10]) for a, b in found] == [
             ("2024-01-01", "2024-01-02"),
             ("2024-06-30", "2024-06-30"),
         ]
 
 
+def test_ranges_cover_every_key_of_slices_out_of_key_order() -> None:
+    """A range runs from the smallest to the largest key of its slices, and overlapping ranges
+    merge: a key is covered even where slices do not follow key order (a timestamp without time
+    zone around a daylight-saving change, say)."""
+    query = prune_module.RangeQuery(parts=(), column="id", limit=3, min_share=0)
+    slices = [{"slice": 0, "lo": 5, "hi": 50}, {"slice": 1, "lo": 10, "hi": 20}, {"slice": 2, "lo": 100, "hi": 100}]
+    found = query.ranges({prune_module.BOUNDS: {"_lm_kr_slices": slices}})
+    assert found is not None and found.ranges == ((5, 50), (100, 100))
+    assert query.ranges({prune_module.BOUNDS: {"_lm_kr_slices": None}}) is None
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    keys=st.lists(st.integers(-(2**40), 2**40), min_size=1, max_size=60),
+    keys=st.lists(st.one_of(st.none(), st.integers(-(2**40), 2**40)), min_size=1, max_size=60),
     span=st.tuples(st.integers(-(2**41), 2**41), st.integers(0, 2**42)),
     limit=st.integers(1, 8),
     min_share=st.sampled_from([0.0, 1 / 64, 0.5]),
 )
 def test_ranges_cover_every_key_in_at_most_limit_ordered_ranges(
-    spark: Any, keys: list[int], span: tuple[int, int], limit: int, min_share: float
+    spark: Any, keys: list[int | None], span: tuple[int, int], limit: int, min_share: float
 ) -> None:
     """Whatever the table's span (keys below it, above it, a span of one key), every key lies in a
     range, the ranges are ordered and apart, and there are at most ``limit`` of them, each from a
-    key to a key."""
+    key to a key; null keys are in none, and a batch of none has no ranges."""
     frame = spark.createDataFrame([(k,) for k in keys], "id BIGINT")
     found = key_ranges(frame, ("id",), limit=limit, min_share=min_share, span=(span[0], span[0] + span[1]))
+    present = [k for k in keys if k is not None]
+    if not present:
+        assert found is None
+        return
     assert found is not None
+    keys = present
     ranges = found.ranges
     assert 1 <= len(ranges) <= limit
     assert all(low <= high for low, high in ranges)

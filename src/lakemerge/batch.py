@@ -57,10 +57,14 @@ def apply_table(
         ConflictError: concurrent writers won every attempt.
     """
     started = time.monotonic()
+    if dry_run:
+        return _apply(table, spark=spark, inputs=inputs, dry_run=dry_run, started=started)
+    written = (table.path, table.log_table, table.tombstone_table, table.quarantine)
+    localfs.drop_stale_checksums(spark, written)
     try:
         return _apply(table, spark=spark, inputs=inputs, dry_run=dry_run, started=started)
     finally:
-        localfs.drop_stale_checksums(spark, (table.path, table.log_table, table.tombstone_table))
+        localfs.drop_stale_checksums(spark, written)
 
 
 def _apply(

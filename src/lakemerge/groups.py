@@ -18,6 +18,7 @@ from lakemerge.batch import apply_table
 from lakemerge.config.models import GroupConfig, PipelineConfig
 from lakemerge.errors import ConfigError
 from lakemerge.results import BatchResult
+from lakemerge.spark import localfs
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -85,7 +86,9 @@ def _record(spark: SparkSession, group: str, config: GroupConfig, versions: dict
         [(point.point, json.dumps(versions, sort_keys=True), point.recorded_at)],
         "point BIGINT, versions STRING, recorded_at BIGINT",
     )
+    localfs.drop_stale_checksums(spark, (config.state,))
     frame.coalesce(1).write.format("delta").mode("append").save(config.state)
+    localfs.drop_stale_checksums(spark, (config.state,))
     return point
 
 

@@ -119,16 +119,16 @@ def log_rows(
     return rows.coalesce(files_for(spark, writes))
 
 
-#: The fewest rows per file of a batch whose log rows are spread over every core.
+#: Log rows per file of a batch whose rows are spread over several cores (one file per core at most).
 MIN_ROWS_PER_WRITER = 50_000
 
 
 def files_for(spark: SparkSession, rows: int) -> int:
     """How many files a batch of at most ``rows`` log rows is written in: one per
-    :data:`delta.ROWS_PER_FILE`, and one per core for a batch of at least
-    :data:`MIN_ROWS_PER_WRITER` rows per core. The batch's join with its keys' stored rows, its
-    classification and its write run in the tasks that write those files: in one file, on one core
-    (bench/RESULTS.md, "Nineteenth session")."""
+    :data:`delta.ROWS_PER_FILE`, or one per :data:`MIN_ROWS_PER_WRITER` rows up to one per core,
+    whichever is more. The batch's join with its keys' stored rows, its classification and its
+    write run in the tasks that write those files: in one file, on one core (bench/RESULTS.md,
+    "Nineteenth session")."""
     cores = max(1, spark.sparkContext.defaultParallelism)
     return max(delta.files_for(rows), min(cores, rows // MIN_ROWS_PER_WRITER))
 

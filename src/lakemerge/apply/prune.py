@@ -12,16 +12,18 @@ could skip a file only on a table of more than 64 files over that span, while ev
 Delta's file skipping and planning on each read (bench/HISTORY.md, eighth session: one range
 instead of eight that skipped nothing made a batch of 1,500 uniform keys faster). So a batch of
 keys spread evenly gets one range, and a batch of a few clusters, or of a few keys, one per cluster.
-Keys whose type has no distance (strings, binary), or whose table's span is unknown, get one range,
-from the smallest key to the largest. The predicate goes into the classification's read of the
+Keys whose type has no distance (strings, binary, floating point) get one range, from the smallest
+key to the largest; keys whose table's span is unknown are sliced over the batch's own span, which
+one small job more finds first. The predicate goes into the classification's read of the
 table and into the MERGE condition, where Delta's file skipping (min/max statistics per file) uses
 it; a ``log`` batch leaves out the files itself, from the statistics in Delta's checksum, and
 filters no row by the ranges where it reads only its own keys' rows
 (lakemerge.apply.log.read_sides). A key outside every range is never in the batch, so results are
 unchanged.
 
-(The gaps were found by sorting the batch's keys in one task, a second read of the batch: about 80
-ms more per batch of 15,000 keys, bench/RESULTS.md, "Nineteenth session".)
+(The gaps were found by sorting all of the batch's keys in one task, in a second read of the batch:
+with 1.5 M changes at SF10 that job took 0.81 s, against 0.12 s now; bench/RESULTS.md, "Nineteenth
+session".)
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ BOUNDS = "_lm_kr_bounds"
 
 #: How many equal slices of the stored keys' span a batch's keys are sorted into to find the gaps
 #: between them: a gap inside a slice is not seen. A slice of the benchmark's SF1 table (keys up to
-#: 6 million, 16 files) holds 1,500 of its keys, a few hundredths of a file.
+#: 6 million, 16 files) is 1,465 keys wide, a few thousandths of a file's keys.
 SLICES = 4096
 
 
@@ -107,26 +109,30 @@ class RangeQuery:
         """The ranges from ``rows`` (collected rows of ``parts``, by their :data:`PART`), or
         ``None`` when there is no key.
 
-        The row holds each occupied slice's smallest and largest key; a range never ends inside a
-        slice, so that every key lies in a range. Sorted, the slices are cut at their ``limit - 1``
-        widest gaps (from one slice's largest key to the next one's smallest) of at least
-        ``min_share`` of the span from the smallest key to the largest."""
+        The row holds each occupied slice's smallest and largest key. Sorted, the slices are cut at
+        their ``limit - 1`` widest gaps (from one slice's largest key to the next one's smallest) of
+        at least ``min_share`` of the span from the smallest key to the largest; each range runs from
+        the smallest to the largest key of its slices, so that every key lies in a range even where
+        slices are not in key order (ranges that then overlap are merged)."""
         slices = rows[BOUNDS]["_lm_kr_slices"] or []
         found = sorted(((s["slice"], s["lo"], s["hi"]) for s in slices), key=lambda s: s[0])
         if not found:
             return None
-        lowest, highest = found[0][1], found[-1][2]
-        span = _position(highest) - _position(lowest) if len(found) > 1 else 0.0
+        if len(found) == 1:  # (keys with no distance, such as strings, are always one slice)
+            return KeyRanges(column=self.column, ranges=((found[0][1], found[0][2]),))
+        lowest, highest = min(s[1] for s in found), max(s[2] for s in found)
+        span = _position(highest) - _position(lowest)
         narrowest = span * self.min_share
         gaps = [(_position(found[i + 1][1]) - _position(found[i][2]), i) for i in range(len(found) - 1)]
         wide = sorted((g for g in gaps if g[0] > 0 and g[0] >= narrowest), key=lambda g: (-g[0], g[1]))
         cuts = sorted(i for _, i in wide[: self.limit - 1])
+        runs = [found[a + 1 : b + 1] for a, b in zip([-1, *cuts], [*cuts, len(found) - 1], strict=True)]
         ranges: list[tuple[Any, Any]] = []
-        start = lowest
-        for i in cuts:
-            ranges.append((start, found[i][2]))
-            start = found[i + 1][1]
-        ranges.append((start, highest))
+        for low, high in sorted((min(s[1] for s in run), max(s[2] for s in run)) for run in runs):
+            if ranges and low <= ranges[-1][1]:
+                ranges[-1] = (ranges[-1][0], max(high, ranges[-1][1]))
+            else:
+                ranges.append((low, high))
         return KeyRanges(column=self.column, ranges=tuple(ranges))
 
 
@@ -161,44 +167,61 @@ def range_query(
     span: tuple[Any, Any] | None = None,
 ) -> RangeQuery | None:
     """The aggregate that finds the ranges covering the keys of ``changes`` (of its rows that meet
-    ``where``, a SQL condition, when given), or ``None`` when the key has several columns: in one
-    read of ``changes`` and no sort, each key goes to one of :data:`SLICES` equal slices of
-    ``span`` (the smallest and largest key the table holds, from its files' statistics; keys
-    outside it go to a slice below it or above it), and the query collects each occupied slice's
-    smallest and largest key. Without ``span``, or for a key with no distance (strings, binary,
-    floating point), every key is in one slice: one range, from the smallest key to the largest.
-    ``counts`` (named SQL counts over all of ``changes``, such as a batch's row counts; each must
-    be a count, whose total is the sum of its counts over the slices) are computed with them, and
-    collected in the row tagged :data:`BOUNDS`.
+    ``where``, a SQL condition, when given), or ``None`` when the key has several columns or
+    ``limit`` is below 1: in one read of ``changes`` and no sort, each key goes to one of
+    :data:`SLICES` equal slices of ``span`` (the smallest and largest key the table holds, from its
+    files' statistics; keys outside it go to a slice below it or above it), and the query collects
+    each occupied slice's smallest and largest key. Without ``span`` (a key type Delta keeps no
+    exact statistics for, such as timestamps), one small Spark job finds the batch's own smallest
+    and largest key first. A key with no distance (strings, binary, floating point) is one slice:
+    one range, from the smallest key to the largest. ``counts`` (named SQL counts over all of
+    ``changes``, such as a batch's row counts; each must be a count, whose total is the sum of its
+    counts over the slices) are computed with them, and collected in the row tagged
+    :data:`BOUNDS`.
 
     The query is SQL text over a temporary view: built of PySpark's functions, its columns cost
-    about 150 calls into the JVM, 10 ms of a batch."""
+    about 150 calls into the JVM, 10 ms of a batch. Its own columns are prefixed ``_lm_``, which no
+    feed column may use."""
     if len(key) != 1 or limit < 1:
         return None
     name = key[0]
     column = literals.quoted(name)
     valid = f"{column} IS NOT NULL AND ({where})" if where else f"{column} IS NOT NULL"
     position = _sql_position(changes.schema[name].dataType, column)
-    scale = _scale(span) if position is not None and limit > 1 else None
-    if position is None or scale is None:
-        slice_of = "CAST(0 AS BIGINT)"
-    else:
-        # (The scale changes with the table's span: literals would be new code every batch.)
-        offset, factor = (literals.opaque(v, column, "double") for v in scale)
-        slice_of = f"least(greatest(floor(({position} - {offset}) * {factor}), -1), {SLICES})"
-    named = dict(counts or {})
-    inner = ", ".join([*(f"{c} AS {n}" for n, c in named.items()), "min(_lm_k) AS lo", "max(_lm_k) AS hi"])
-    outer = ", ".join(f"CAST(coalesce(sum({n}), 0) AS BIGINT) AS {n}" for n in named)
-    slices = "collect_list(CASE WHEN slice IS NOT NULL THEN named_struct('slice', slice, 'lo', lo, 'hi', hi) END)"
-    view = f"_lm_keys_{uuid.uuid4().hex}"
-    sql = (
-        f"SELECT '{BOUNDS}' AS {PART}, {outer + ', ' if outer else ''}{slices} AS _lm_kr_slices FROM ("
-        f"SELECT slice, {inner} FROM (SELECT *, CASE WHEN {valid} THEN {slice_of} END AS slice, "
-        f"CASE WHEN {valid} THEN {column} END AS _lm_k FROM {view}) GROUP BY slice)"
-    )
     spark = changes.sparkSession
+    view = f"_lm_keys_{uuid.uuid4().hex}"
     changes.createOrReplaceTempView(view)
     try:
+        if position is not None and limit > 1 and _scale(span) is None:
+            found = spark.sql(f"SELECT min({column}), max({column}) FROM {view} WHERE {valid}").first()
+            span = (found[0], found[1]) if found is not None else None
+        scale = _scale(span) if position is not None and limit > 1 else None
+        named = dict(counts or {})
+        outer = "".join(f"CAST(coalesce(sum({n}), 0) AS BIGINT) AS {n}, " for n in named)
+        if position is None or scale is None:
+            # One slice: one aggregate over the batch, no grouping (Spark cannot hash-group the
+            # smallest and largest of strings: it would sort each task's rows).
+            counted = "".join(f"{c} AS {n}, " for n, c in named.items())
+            one = "named_struct('slice', CAST(0 AS BIGINT), 'lo', min(_lm_k), 'hi', max(_lm_k))"
+            sql = (
+                f"SELECT '{BOUNDS}' AS {PART}, {counted}CASE WHEN count(_lm_k) > 0 THEN array({one}) END "
+                f"AS _lm_kr_slices FROM (SELECT *, CASE WHEN {valid} THEN {column} END AS _lm_k FROM {view})"
+            )
+        else:
+            # (The scale changes with the table's span: literals would be new code every batch.)
+            offset, factor = (literals.opaque(v, column, "double") for v in scale)
+            slice_of = f"least(greatest(floor(({position} - {offset}) * {factor}), -1), {SLICES})"
+            inner = "".join(f"{c} AS {n}, " for n, c in named.items())
+            slices = (
+                "collect_list(CASE WHEN _lm_slice IS NOT NULL THEN "
+                "named_struct('slice', _lm_slice, 'lo', _lm_lo, 'hi', _lm_hi) END)"
+            )
+            sql = (
+                f"SELECT '{BOUNDS}' AS {PART}, {outer}{slices} AS _lm_kr_slices FROM ("
+                f"SELECT _lm_slice, {inner}min(_lm_k) AS _lm_lo, max(_lm_k) AS _lm_hi FROM ("
+                f"SELECT *, CASE WHEN {valid} THEN {slice_of} END AS _lm_slice, "
+                f"CASE WHEN {valid} THEN {column} END AS _lm_k FROM {view}) GROUP BY _lm_slice)"
+            )
         row = spark.sql(sql)  # (resolved now: the view can go)
     finally:
         spark.catalog.dropTempView(view)

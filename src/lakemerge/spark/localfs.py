@@ -12,13 +12,14 @@ that checks side files finds none for them, so checks nothing.
 A file Delta overwrites in place (``_last_checkpoint``, ``_last_vacuum_info``) may still have a side file
 from a session with the default: overwritten without it, the side file no longer matches, and such a
 session's reads of the file fail their check (Delta then retries for three seconds, and finds the
-checkpoint by listing). :func:`drop_stale_checksums` removes those side files after lakemerge writes a
-table.
+checkpoint by listing). :func:`drop_stale_checksums` removes those side files before and after lakemerge
+writes a table.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -26,6 +27,8 @@ from urllib.parse import urlparse
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+logger = logging.getLogger(__name__)
 
 #: The Hadoop setting of the ``FileContext`` implementation for ``file:`` paths.
 SETTING = "spark.hadoop.fs.AbstractFileSystem.file.impl"
@@ -40,23 +43,35 @@ OVERWRITTEN = ("_last_checkpoint", "_last_vacuum_info")
 def drop_stale_checksums(spark: SparkSession, paths: Iterable[str]) -> None:
     """Remove the checksum side files of the files Delta overwrites in place (:data:`OVERWRITTEN`)
     from the logs of the local Delta tables at ``paths``, when this session writes without side
-    files (``RawLocalFs``, see the module's notes); nothing for other sessions or paths."""
-    if not str(spark.sparkContext.master).startswith("local") or spark.conf.get(SETTING, None) != RAW:
-        return
-    for path in paths:
-        local = _local(path)
-        if local is None:
-            continue
-        for name in OVERWRITTEN:
-            with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-                os.remove(os.path.join(local, "_delta_log", f".{name}.crc"))
+    files (``RawLocalFs``, see the module's notes); nothing for other sessions or paths. Called before
+    lakemerge writes a table (a side file beside a file it is about to overwrite would go stale, and
+    Delta checks it on every read, in this session too) and after (a default session may have
+    written one meanwhile). Removing a side file that still matches its file only stops the check.
+    Never raises: a side file left in place costs a reader time, not data."""
+    try:
+        if not str(spark.sparkContext.master).startswith("local") or spark.conf.get(SETTING, None) != RAW:
+            return
+        for path in paths:
+            local = _local(spark, path)
+            if local is None:
+                continue
+            for name in OVERWRITTEN:
+                with contextlib.suppress(OSError):
+                    os.remove(os.path.join(local, "_delta_log", f".{name}.crc"))
+    except Exception:  # (a stopped session, say: nothing to clean then)
+        logger.debug("side files of %s left in place", list(paths), exc_info=True)
 
 
-def _local(path: str) -> str | None:
-    """``path`` on the local filesystem (with no scheme or ``file:``), else ``None``."""
+def _local(spark: SparkSession, path: str) -> str | None:
+    """``path`` on this machine's filesystem (no scheme, or ``file:`` on this host), absolute as the
+    JVM resolves it; else ``None``."""
     parsed = urlparse(path)
     if parsed.scheme == "file":
-        return parsed.path
-    if parsed.scheme == "" or (len(parsed.scheme) == 1 and os.name == "nt"):
+        return parsed.path if parsed.netloc in ("", "localhost") else None
+    if parsed.scheme and not (len(parsed.scheme) == 1 and os.name == "nt"):
+        return None
+    if os.path.isabs(path):
         return path
-    return None
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    return str(jvm.java.io.File(path).getAbsolutePath())

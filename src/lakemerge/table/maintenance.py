@@ -49,6 +49,7 @@ def compact(table: TableConfig, *, spark: SparkSession) -> CompactionResult:
     """Fold the change log (``log`` mode), then bin-pack (and cluster by key), then purge deletion
     vectors (``deletion_vectors`` mode). Returns what was done."""
     started = time.monotonic()
+    localfs.drop_stale_checksums(spark, (table.path, table.log_table, table.tombstone_table))
     folded: dict[str, Any] = {}
     if table.log_mode and log.log_exists(spark, table):
         folded = _fold(spark, table)

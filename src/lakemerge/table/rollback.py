@@ -87,6 +87,7 @@ def rollback(
     )
     record = {"rollback": {"from_version": latest, "to_version": to_version, "reapply": reapply}}
     quoted = path.replace("`", "``")
+    localfs.drop_stale_checksums(spark, (path,))
     with delta.commit_record(spark, record, txn_version=None):
         spark.sql(f"RESTORE TABLE delta.`{quoted}` TO VERSION AS OF {to_version}").collect()
     version = int(delta.history_rows(spark, path, limit=1)[0]["version"])

@@ -66,6 +66,7 @@ def vacuum(
         ConfigError: the retention is shorter than Delta's safety allows.
     """
     started = time.monotonic()
+    localfs.drop_stale_checksums(spark, (table.path, table.log_table, table.tombstone_table))
     log_path = table.log_table if table.log_mode else None
     if log_path is None or not delta.table_exists(spark, log_path):
         require_table(spark, table.path)
