@@ -59,12 +59,8 @@ def apply_table(
     started = time.monotonic()
     if dry_run:
         return _apply(table, spark=spark, inputs=inputs, dry_run=dry_run, started=started)
-    written = (table.path, table.log_table, table.tombstone_table, table.quarantine)
-    localfs.drop_stale_checksums(spark, written)
-    try:
+    with localfs.writing(spark, localfs.tables_of(table)):
         return _apply(table, spark=spark, inputs=inputs, dry_run=dry_run, started=started)
-    finally:
-        localfs.drop_stale_checksums(spark, written)
 
 
 def _apply(

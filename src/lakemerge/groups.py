@@ -86,9 +86,8 @@ def _record(spark: SparkSession, group: str, config: GroupConfig, versions: dict
         [(point.point, json.dumps(versions, sort_keys=True), point.recorded_at)],
         "point BIGINT, versions STRING, recorded_at BIGINT",
     )
-    localfs.drop_stale_checksums(spark, (config.state,))
-    frame.coalesce(1).write.format("delta").mode("append").save(config.state)
-    localfs.drop_stale_checksums(spark, (config.state,))
+    with localfs.writing(spark, (config.state,)):
+        frame.coalesce(1).write.format("delta").mode("append").save(config.state)
     return point
 
 

@@ -197,11 +197,10 @@ def range_query(
             span = (found[0], found[1]) if found is not None else None
         scale = _scale(span) if position is not None and limit > 1 else None
         named = dict(counts or {})
-        outer = "".join(f"CAST(coalesce(sum({n}), 0) AS BIGINT) AS {n}, " for n in named)
+        counted = "".join(f"{c} AS {n}, " for n, c in named.items())
         if position is None or scale is None:
             # One slice: one aggregate over the batch, no grouping (Spark cannot hash-group the
             # smallest and largest of strings: it would sort each task's rows).
-            counted = "".join(f"{c} AS {n}, " for n, c in named.items())
             one = "named_struct('slice', CAST(0 AS BIGINT), 'lo', min(_lm_k), 'hi', max(_lm_k))"
             sql = (
                 f"SELECT '{BOUNDS}' AS {PART}, {counted}CASE WHEN count(_lm_k) > 0 THEN array({one}) END "
@@ -211,14 +210,14 @@ def range_query(
             # (The scale changes with the table's span: literals would be new code every batch.)
             offset, factor = (literals.opaque(v, column, "double") for v in scale)
             slice_of = f"least(greatest(floor(({position} - {offset}) * {factor}), -1), {SLICES})"
-            inner = "".join(f"{c} AS {n}, " for n, c in named.items())
+            summed = "".join(f"CAST(coalesce(sum({n}), 0) AS BIGINT) AS {n}, " for n in named)
             slices = (
                 "collect_list(CASE WHEN _lm_slice IS NOT NULL THEN "
                 "named_struct('slice', _lm_slice, 'lo', _lm_lo, 'hi', _lm_hi) END)"
             )
             sql = (
-                f"SELECT '{BOUNDS}' AS {PART}, {outer}{slices} AS _lm_kr_slices FROM ("
-                f"SELECT _lm_slice, {inner}min(_lm_k) AS _lm_lo, max(_lm_k) AS _lm_hi FROM ("
+                f"SELECT '{BOUNDS}' AS {PART}, {summed}{slices} AS _lm_kr_slices FROM ("
+                f"SELECT _lm_slice, {counted}min(_lm_k) AS _lm_lo, max(_lm_k) AS _lm_hi FROM ("
                 f"SELECT *, CASE WHEN {valid} THEN {slice_of} END AS _lm_slice, "
                 f"CASE WHEN {valid} THEN {column} END AS _lm_k FROM {view}) GROUP BY _lm_slice)"
             )
@@ -236,8 +235,8 @@ def key_ranges(
     min_share: float = MIN_GAP_SHARE,
     span: tuple[Any, Any] | None = None,
 ) -> KeyRanges | None:
-    """The ranges covering the keys of ``changes`` (one action, one job; see :func:`range_query`),
-    or ``None`` when the key has several columns or ``changes`` is empty."""
+    """The ranges covering the keys of ``changes`` (one action: one job, two without ``span``; see
+    :func:`range_query`), or ``None`` when the key has several columns or ``changes`` is empty."""
     query = range_query(changes, key, limit=limit, min_share=min_share, span=span)
     return query.ranges(collect_parts(query.parts)) if query is not None else None
 
@@ -245,12 +244,11 @@ def key_ranges(
 def span_of(files: Sequence[tuple[Any, Any, int]] | None) -> tuple[Any, Any] | None:
     """The smallest and largest key of ``files`` (:func:`lakemerge.table.delta.file_key_bounds`
     of the stored tables), from those whose statistics know them; ``None`` when none do."""
-    lows = [low for low, high, _ in files or () if low is not None and high is not None]
-    highs = [high for low, high, _ in files or () if low is not None and high is not None]
-    if not lows:
+    known = [(low, high) for low, high, _ in files or () if low is not None and high is not None]
+    if not known:
         return None
     try:
-        return min(lows), max(highs)
+        return min(low for low, _ in known), max(high for _, high in known)
     except TypeError:
         return None
 

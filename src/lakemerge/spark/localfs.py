@@ -21,12 +21,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from lakemerge.config.models import TableConfig
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +40,24 @@ RAW = "org.apache.hadoop.fs.local.RawLocalFs"
 
 #: The files of a Delta log that Delta overwrites in place.
 OVERWRITTEN = ("_last_checkpoint", "_last_vacuum_info")
+
+
+@contextlib.contextmanager
+def writing(spark: SparkSession, paths: Iterable[str]) -> Iterator[None]:
+    """A block that writes the Delta tables at ``paths``: their stale side files are dropped
+    (:func:`drop_stale_checksums`) before it and after it, whatever happens in it."""
+    paths = tuple(paths)
+    drop_stale_checksums(spark, paths)
+    try:
+        yield
+    finally:
+        drop_stale_checksums(spark, paths)
+
+
+def tables_of(table: TableConfig) -> tuple[str, ...]:
+    """The Delta tables a batch or maintenance of ``table`` may write: the table, its log, its
+    tombstones and its quarantine."""
+    return (table.path, table.log_table, table.tombstone_table, table.quarantine)
 
 
 def drop_stale_checksums(spark: SparkSession, paths: Iterable[str]) -> None:

@@ -49,18 +49,17 @@ def compact(table: TableConfig, *, spark: SparkSession) -> CompactionResult:
     """Fold the change log (``log`` mode), then bin-pack (and cluster by key), then purge deletion
     vectors (``deletion_vectors`` mode). Returns what was done."""
     started = time.monotonic()
-    localfs.drop_stale_checksums(spark, (table.path, table.log_table, table.tombstone_table))
     folded: dict[str, Any] = {}
-    if table.log_mode and log.log_exists(spark, table):
-        folded = _fold(spark, table)
     optimized: dict[str, int] = {}
     purged = False
-    if delta.table_exists(spark, table.path):
-        optimized = _optimize(spark, table)
-        if table.write_mode == "deletion_vectors":
-            spark.sql(f"REORG TABLE delta.`{_quoted(table.path)}` APPLY (PURGE)")
-            purged = True
-    localfs.drop_stale_checksums(spark, (table.path, table.log_table, table.tombstone_table))
+    with localfs.writing(spark, localfs.tables_of(table)):
+        if table.log_mode and log.log_exists(spark, table):
+            folded = _fold(spark, table)
+        if delta.table_exists(spark, table.path):
+            optimized = _optimize(spark, table)
+            if table.write_mode == "deletion_vectors":
+                spark.sql(f"REORG TABLE delta.`{_quoted(table.path)}` APPLY (PURGE)")
+                purged = True
     return CompactionResult(
         table=table.name,
         path=table.path,

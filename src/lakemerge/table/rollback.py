@@ -87,13 +87,11 @@ def rollback(
     )
     record = {"rollback": {"from_version": latest, "to_version": to_version, "reapply": reapply}}
     quoted = path.replace("`", "``")
-    localfs.drop_stale_checksums(spark, (path,))
-    with delta.commit_record(spark, record, txn_version=None):
+    with localfs.writing(spark, (path,)), delta.commit_record(spark, record, txn_version=None):
         spark.sql(f"RESTORE TABLE delta.`{quoted}` TO VERSION AS OF {to_version}").collect()
     version = int(delta.history_rows(spark, path, limit=1)[0]["version"])
     if version == latest:
         raise TableError(f"{path}: the restore made no commit")
-    localfs.drop_stale_checksums(spark, (path,))
     return RollbackResult(
         path=path,
         from_version=latest,

@@ -66,26 +66,25 @@ def vacuum(
         ConfigError: the retention is shorter than Delta's safety allows.
     """
     started = time.monotonic()
-    localfs.drop_stale_checksums(spark, (table.path, table.log_table, table.tombstone_table))
-    log_path = table.log_table if table.log_mode else None
-    if log_path is None or not delta.table_exists(spark, log_path):
-        require_table(spark, table.path)
-    _, ledger = delta.state(spark, table.path, log_path=log_path)
-    collected = tombstones.Collected(removed=0, kept=0)
-    if table.tombstones:
-        collected = tombstones.collect_garbage(
-            spark,
-            table,
-            ledger.batch_ids,
-            txn_version=delta.last_batch(spark, table.path, log_path=log_path),
-            now_ms=now_ms,
-        )
-    deleted = _vacuum_files(spark, table.path, retain_hours) if delta.table_exists(spark, table.path) else 0
-    if tombstones.exists(spark, table):
-        deleted += _vacuum_files(spark, table.tombstone_table, retain_hours)
-    if delta.table_exists(spark, table.log_table):
-        deleted += _vacuum_files(spark, table.log_table, retain_hours)
-    localfs.drop_stale_checksums(spark, (table.path, table.log_table, table.tombstone_table))
+    with localfs.writing(spark, localfs.tables_of(table)):
+        log_path = table.log_table if table.log_mode else None
+        if log_path is None or not delta.table_exists(spark, log_path):
+            require_table(spark, table.path)
+        _, ledger = delta.state(spark, table.path, log_path=log_path)
+        collected = tombstones.Collected(removed=0, kept=0)
+        if table.tombstones:
+            collected = tombstones.collect_garbage(
+                spark,
+                table,
+                ledger.batch_ids,
+                txn_version=delta.last_batch(spark, table.path, log_path=log_path),
+                now_ms=now_ms,
+            )
+        deleted = _vacuum_files(spark, table.path, retain_hours) if delta.table_exists(spark, table.path) else 0
+        if tombstones.exists(spark, table):
+            deleted += _vacuum_files(spark, table.tombstone_table, retain_hours)
+        if delta.table_exists(spark, table.log_table):
+            deleted += _vacuum_files(spark, table.log_table, retain_hours)
     return VacuumResult(
         table=table.name,
         path=table.path,
