@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import lakemerge
-from lakemerge.spark.session import DEBUGGING, session_conf
+from lakemerge.spark.session import DEBUGGING, LOCAL_COMPILER, session_conf
 from tests.helpers import read_table, table_version, write_lines
 
 _names = itertools.count()
@@ -185,22 +185,48 @@ def test_sessions_keep_the_code_of_a_batchs_queries_compiled(spark: Any) -> None
 
 
 def test_local_sessions_run_the_parallel_garbage_collector(spark: Any) -> None:
+    compiler = list(LOCAL_COMPILER)
     options = session_conf(lakemerge.SparkSettings())["spark.driver.extraJavaOptions"]
-    assert options.split() == ["-XX:+UseParallelGC"]
+    assert options.split() == ["-XX:+UseParallelGC", *compiler]
     hive = lakemerge.SparkSettings(catalog="hive", metastore_dir="/m")
     assert session_conf(hive)["spark.driver.extraJavaOptions"].split() == [
         "-XX:+UseParallelGC",
+        *compiler,
         "-Dderby.system.home=/m",
     ]
     own = lakemerge.SparkSettings(conf={"spark.driver.extraJavaOptions": "-Xss4m -XX:+UseG1GC"})
-    assert session_conf(own)["spark.driver.extraJavaOptions"] == "-Xss4m -XX:+UseG1GC", "the user's collector wins"
+    assert session_conf(own)["spark.driver.extraJavaOptions"].split() == [*compiler, "-Xss4m", "-XX:+UseG1GC"], (
+        "the user's collector wins"
+    )
     other = lakemerge.SparkSettings(conf={"spark.driver.extraJavaOptions": "-Xss4m"})
-    assert session_conf(other)["spark.driver.extraJavaOptions"] == "-XX:+UseParallelGC -Xss4m"
+    assert session_conf(other)["spark.driver.extraJavaOptions"].split() == ["-XX:+UseParallelGC", *compiler, "-Xss4m"]
     cluster = session_conf(lakemerge.SparkSettings(master="spark://h:7077"))
     assert "spark.driver.extraJavaOptions" not in cluster, "a cluster's JVMs are the cluster's"
     beans = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
     names = {str(bean.getName()) for bean in beans}
     assert names == {"PS Scavenge", "PS MarkSweep"}, f"the suite's session runs {names}"
+
+
+@pytest.mark.parametrize(
+    "own",
+    [
+        "-XX:Tier4InvocationThreshold=9000",
+        "-XX:TieredStopAtLevel=1",
+        "-XX:-TieredCompilation",
+        "-XX:CompileThresholdScaling=2",
+        "-Xint",
+    ],
+)
+def test_local_sessions_compile_spark_s_planner_with_c2_later_unless_told(own: str) -> None:
+    options = session_conf(lakemerge.SparkSettings())["spark.driver.extraJavaOptions"].split()
+    assert set(LOCAL_COMPILER) <= set(options)
+    chosen = session_conf(lakemerge.SparkSettings(conf={"spark.driver.extraJavaOptions": own}))
+    assert chosen["spark.driver.extraJavaOptions"].split() == ["-XX:+UseParallelGC", own], "the user's choice wins"
+
+
+def test_the_suite_s_session_runs_with_the_compiler_thresholds(spark: Any) -> None:
+    arguments = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()
+    assert set(LOCAL_COMPILER) <= {str(a) for a in arguments}
 
 
 def test_sessions_do_not_record_the_python_call_site_of_every_column_expression(spark: Any) -> None:
