@@ -8,12 +8,15 @@ and its log three ways:
 
 - ``all``: every file the table and its log hold now;
 - ``read``: the files the batch reads (lakemerge's key ranges against the files' statistics; taken
-  from the batch's own reads of its sides);
+  from the batch's own reads of its sides, ``lakemerge.apply.log.read_sides``; "not measured" where a
+  side was read through Delta's own file skipping, whose files are not known before the read, as on
+  a table of 50 files or more);
 - ``indexed``: the files that hold at least one of the batch's keys, what a perfect index would read
   (found by DuckDB joining each file's keys with the batch's, outside Spark).
 
 What a perfect index could save a batch is the rows of ``read`` minus those of ``indexed``; a real
 index adds its own reads and upkeep to every batch. The figures are per batch and summed per cell.
+Rows are the files' rows (a ``log`` table has no deletion vectors).
 """
 
 from __future__ import annotations
@@ -52,63 +55,100 @@ def _active_files(path: str) -> list[str]:
     """The files of the Delta table at ``path`` now (delta-rs, not the Spark session under test)."""
     from deltalake import DeltaTable
 
-    return [uri.removeprefix("file://") for uri in DeltaTable(path).file_uris()]
+    return [_local(uri) for uri in DeltaTable(path).file_uris()]
 
 
-def _measure(con: Any, files: list[str], read: set[str], batch: str, key: str) -> tuple[Count, Count, Count]:
+def _local(uri: str) -> str:
+    """A local file's URI or path as one spelling of its path (no scheme, unquoted, links resolved)."""
+    from urllib.parse import unquote
+
+    return os.path.realpath(unquote(uri.removeprefix("file://").removeprefix("file:")))
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+#: One batch's counts: all files, those it read (``None``: not known), those holding one of its keys.
+Counts = tuple[Count, Count | None, Count]
+
+
+def _measure(con: Any, files: list[str], read: set[str] | None, batch: str, key: str) -> Counts:
     everything, reading, indexed = Count(), Count(), Count()
-    keys = f"(SELECT DISTINCT {key} FROM read_parquet('{batch}'))"
+    keys = f"SELECT DISTINCT {key} FROM read_parquet({_sql_string(batch)})"
+    con.execute(f"CREATE OR REPLACE TEMP TABLE batch_keys AS {keys}")
     for file in files:
         rows, hits = con.execute(
-            f"SELECT count(*), count(*) FILTER (WHERE {key} IN {keys}) FROM read_parquet('{file}')"
+            f"SELECT count(*), count(*) FILTER (WHERE {key} IN (SELECT {key} FROM batch_keys)) "
+            f"FROM read_parquet({_sql_string(file)})"
         ).fetchone()
         one = Count(1, rows)
         everything.add(one)
-        if file in read:
+        if read is not None and file in read:
             reading.add(one)
         if hits:
             indexed.add(one)
-    return everything, reading, indexed
+    return everything, reading if read is not None else None, indexed
 
 
-def run_cell(spark: Any, cell: str, sf: float, batches: int) -> list[tuple[Count, Count, Count]]:
-    """Apply the cell's batches, measuring before each; one row of counts per batch."""
+def run_cell(spark: Any, cell: str, sf: float, batches: int) -> list[Counts]:
+    """Apply the cell's batches, measuring before each; one row of counts per batch (``None``:
+    what the batch read is not known)."""
     import duckdb
 
     from bench import peers
     from bench.data import KEY
+    from lakemerge.apply import log
     from lakemerge.table import delta
 
-    layout, kind, percent = cell.split(":")
+    layout, kind, percent = cell.split("@", 1)[0].split(":")
     root = f"/tmp/lakemerge-bench/sf{sf:g}"
-    feeds = [f"{root}/batch-{kind}-{percent}-{n}.parquet" for n in range(1, batches + 1)]
+    feeds = [f"{root}/batch-{kind}-{float(percent):g}-{n}.parquet" for n in range(1, batches + 1)]
     path = "/tmp/lakemerge-bench/index-table"
     peers.clean(path)
     peers._create_delta(spark, f"{root}/orders.parquet", path, layout)
     apply = peers.lakemerge_batch(spark, path, layout, "log", feeds[0])
     read: set[str] = set()
-    listed = delta.read_listed
+    unknown: list[str] = []
+    listed, sides = delta.read_listed, log.read_sides
+    reading_sides = False
 
     @functools.wraps(listed)
     def recording(*args: Any, **kwargs: Any) -> Any:
         frame = listed(*args, **kwargs)
-        if frame is not None:
-            read.update(f.removeprefix("file://").removeprefix("file:") for f in frame.inputFiles())
+        if reading_sides:
+            if frame is None:
+                unknown.append(args[1])
+            else:
+                read.update(_local(f) for f in frame.inputFiles())
         return frame
+
+    @functools.wraps(sides)
+    def side_reads(*args: Any, **kwargs: Any) -> Any:
+        nonlocal reading_sides
+        reading_sides = True
+        try:
+            return sides(*args, **kwargs)
+        finally:
+            reading_sides = False
 
     con = duckdb.connect()
     counts = []
-    delta.read_listed = recording  # type: ignore[assignment]
+    delta.read_listed, log.read_sides = recording, side_reads
     try:
         for feed in feeds:
             files = _active_files(path)
             if os.path.isdir(f"{path}__log"):  # (no log before the first batch)
                 files += _active_files(f"{path}__log")
             read.clear()
+            unknown.clear()
             apply(feed)
-            counts.append(_measure(con, files, set(read), feed, KEY))
+            strays = read - set(files)
+            if strays:
+                raise RuntimeError(f"the batch read files that were not the table's before it: {sorted(strays)[:3]}")
+            counts.append(_measure(con, files, None if unknown else set(read), feed, KEY))
     finally:
-        delta.read_listed = listed  # type: ignore[assignment]
+        delta.read_listed, log.read_sides = listed, sides
         peers.clean(path)
     return counts
 
@@ -126,12 +166,18 @@ def main() -> None:
     print("| cell | batch | all | read (key ranges) | holding a batch key (perfect index) |")
     print("|---|---|---|---|---|")
     for cell in args.cells:
-        total = [Count(), Count(), Count()]
+        total: list[Count | None] = [Count(), Count(), Count()]
         for number, counts in enumerate(run_cell(spark, cell, args.sf, args.batches), start=1):
-            print(f"| {cell} | {number} | {counts[0]} | {counts[1]} | {counts[2]} |", flush=True)
-            for sum_, one in zip(total, counts, strict=True):
-                sum_.add(one)
-        print(f"| {cell} | all | {total[0]} | {total[1]} | {total[2]} |", flush=True)
+            shown = [str(c) if c is not None else "not measured" for c in counts]
+            print(f"| {cell} | {number} | {' | '.join(shown)} |", flush=True)
+            for i, one in enumerate(counts):
+                sum_ = total[i]
+                if sum_ is not None and one is not None:
+                    sum_.add(one)
+                else:
+                    total[i] = None
+        shown = [str(c) if c is not None else "not measured" for c in total]
+        print(f"| {cell} | all | {' | '.join(shown)} |", flush=True)
     print(f"({time.perf_counter() - started:.0f} s)")
     spark.stop()
 

@@ -10,23 +10,30 @@ runs under this harness (this file's ``bench``), so only the library differs bet
 On a machine whose speed drifts by 10-30 % over minutes (ours), runs of one checkout after the
 other compare drift, not code: alternating them round by round and comparing each round's pair
 does. Prints each run's seconds per batch, then per checkout the sum over batches 3 to ``COUNT``
-(the first two warm the JVM) in each round, and each round's ratio to the first checkout.
+(the first two warm the JVM) in each round, and each round's ratio to the first checkout; then the
+same sums of the CPU seconds the Spark JVM used during those batches (its tasks, its planning and
+its JIT compiler together; read from ``/proc``: NaN where there is none).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
+from typing import Any
 
 ROOT = "/tmp/lakemerge-bench/sf1"
 #: The folder holding this harness's ``bench`` package.
 HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def run_one(mode: str, count: int, kind: str) -> list[float]:
-    """Apply the batches in this process (the checkout is whatever ``lakemerge`` imports)."""
+def run_one(mode: str, count: int, kind: str) -> tuple[list[float], list[float]]:
+    """Apply the batches in this process (the checkout is whatever ``lakemerge`` imports): each
+    batch's seconds, and the Spark JVM's CPU seconds during it."""
     from bench import peers
 
     batches = [f"{ROOT}/batch-{kind}-{n}.parquet" for n in range(1, count + 1)]
@@ -38,25 +45,51 @@ def run_one(mode: str, count: int, kind: str) -> list[float]:
         apply = peers.hand_merge_batch(spark, path)
     else:
         apply = peers.lakemerge_batch(spark, path, "clustered", mode, batches[0])
-    times = peers._timed(batches, apply)
+    cpu = jvm_cpu(spark)
+    times, used = [], []
+    for batch in batches:
+        began, began_cpu = time.perf_counter(), cpu()
+        apply(batch)
+        times.append(round(time.perf_counter() - began, 3))
+        used.append(round(cpu() - began_cpu, 3))
     spark.stop()
     peers.clean(path)
-    return times
+    return times, used
+
+
+def jvm_cpu(spark: Any) -> Callable[[], float]:
+    """The CPU seconds (user and system) the session's JVM has used so far, as a function."""
+    pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def seconds() -> float:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return math.nan
+        return (int(fields[11]) + int(fields[12])) / tick
+
+    return seconds
 
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--one"]:
         import lakemerge
 
-        times = run_one(argv[1], int(argv[2]), argv[3])
-        print("PAIRS " + json.dumps({"library": lakemerge.__file__, "times": times}), flush=True)
+        times, used = run_one(argv[1], int(argv[2]), argv[3])
+        print("PAIRS " + json.dumps({"library": lakemerge.__file__, "times": times, "cpu": used}), flush=True)
         return 0
     if len(argv) < 6:
         print(__doc__)
         return 2
     mode, count, kind, rounds = argv[0], int(argv[1]), argv[2], int(argv[3])
+    if count < 3:
+        print("COUNT must be at least 3: batches 3 to COUNT are compared")
+        return 2
     checkouts = [item.split("=", 1) for item in argv[4:]]
     sums: dict[str, list[float]] = {name: [] for name, _ in checkouts}
+    cpu_sums: dict[str, list[float]] = {name: [] for name, _ in checkouts}
     for number in range(1, rounds + 1):
         for name, folder in checkouts:
             folder = os.path.abspath(folder)
@@ -78,12 +111,15 @@ def main(argv: list[str]) -> int:
                 return 1
             times = run["times"]
             sums[name].append(sum(times[2:]))
-            print(f"round {number} {name}: {times}", flush=True)
+            cpu_sums[name].append(sum(run["cpu"][2:]))
+            print(f"round {number} {name}: {times} (JVM CPU {run['cpu']})", flush=True)
     first = checkouts[0][0]
-    print(f"\nsum of batches 3-{count} per round (ratio to {first}):")
-    for name, values in sums.items():
-        ratios = " ".join(f"{v / b:.2f}" for v, b in zip(values, sums[first], strict=True))
-        print(f"  {name}: {' '.join(f'{v:.2f}' for v in values)}  total {sum(values):.2f}  ({ratios})")
+    for title, table in (("seconds", sums), ("JVM CPU seconds", cpu_sums)):
+        print(f"\n{title}, sum of batches 3-{count} per round (ratio to {first}):")
+        for name, values in table.items():
+            ratios = " ".join(f"{v / b:.2f}" for v, b in zip(values, table[first], strict=True))
+            total = sum(values) / sum(table[first])
+            print(f"  {name}: {' '.join(f'{v:.2f}' for v in values)}  total {sum(values):.2f}  ({ratios}; {total:.2f})")
     return 0
 
 

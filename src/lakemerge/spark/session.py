@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -61,19 +62,22 @@ _DEFAULTS: dict[str, str] = {
 
 _DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
 
-#: The garbage collector of a local session's JVM (driver and executors in one), unless the user's
-#: ``spark.driver.extraJavaOptions`` names one: the parallel collector made batches 3-10 % faster
-#: than the JVM's default G1 on 2 cores (bench/HISTORY.md, "Seventh session"): its pauses are short
-#: at a local session's heap sizes, and G1's barriers and concurrent threads cost more there.
+#: The garbage collector of a local session's JVM (driver and executors in one), unless the JVM's
+#: options name one already (see :func:`_with_local_jvm`): the parallel collector made batches
+#: 3-10 % faster than the JVM's default G1 on 2 cores (bench/HISTORY.md, "Seventh session"): its
+#: pauses are short at a local session's heap sizes, and G1's barriers and concurrent threads cost
+#: more there.
 LOCAL_COLLECTOR = "-XX:+UseParallelGC"
 
 #: When a local session's JVM compiles a method with its optimising compiler (C2): after five times
-#: HotSpot's default counts of calls and loop turns, unless the user's options set any of these.
-#: Spark's planner is a large body of code that each batch runs a few thousand times; at the
-#: defaults, C2 kept compiling it batch after batch (about 1 s of compiler CPU in every warm batch of
-#: 1,500 changes, on 2 cores that also run the batch), while the per-row code of a job still reaches
-#: C2 within its first thousands of rows. bench/RESULTS.md, "Twentieth session": batches of 1,500
-#: changes 20 % faster, of 150,000 13 %, and the hand-written MERGE 3-8 %.
+#: HotSpot's default counts of calls and loop turns, unless the JVM's options already say when or
+#: whether it compiles (:data:`COMPILER_OPTIONS`). Spark's planner is a large body of code that
+#: each batch runs a few thousand times; at the defaults, C2 kept compiling it through every batch of
+#: a short-lived process (about 1 s of compiler CPU in each warm batch of 1,500 changes, on 2 cores
+#: that also run the batch), while a job's per-row code still reaches C2 within its first hundred
+#: thousand rows or so. In interleaved fresh processes, batches 3-6 of 1,500 changes used 13-32 %
+#: less of the JVM's CPU and 3-17 % less time, of 150,000 13 % less time, and the hand-written
+#: MERGE 3-8 % (bench/RESULTS.md, "Twentieth session").
 LOCAL_COMPILER = (
     "-XX:Tier4InvocationThreshold=25000",
     "-XX:Tier4MinInvocationThreshold=3000",
@@ -81,18 +85,56 @@ LOCAL_COMPILER = (
     "-XX:Tier4BackEdgeThreshold=200000",
 )
 
+#: HotSpot options (``-XX:`` names, or prefixes ending in ``*``) that say when or whether the JVM
+#: compiles; with any of them, or ``-Xint`` or ``-Xcomp``, :data:`LOCAL_COMPILER` is left out.
+COMPILER_OPTIONS = ("Tier*", "CompileThreshold", "CompileThresholdScaling", "CompilationMode", "UseCompiler")
 
-def _with_local_jvm(options: str) -> str:
-    """``options`` (JVM options) with :data:`LOCAL_COLLECTOR` first unless they choose a collector,
-    and :data:`LOCAL_COMPILER` unless they set when or whether the JVM compiles."""
-    chosen = options.split()
+#: Where else the driver JVM's options come from: Spark's own default options (before the extra
+#: ones on its command line), and the environment variables the JVM reads before its command line.
+_OTHER_OPTIONS = ("spark.driver.defaultJavaOptions",)
+_OPTION_VARIABLES = ("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS")
+
+
+def _xx_name(option: str) -> str | None:
+    """The name of a ``-XX:`` option (``-XX:+UseG1GC`` → ``UseG1GC``), else ``None``."""
+    if not option.startswith("-XX:"):
+        return None
+    return option[4:].lstrip("+-").split("=", 1)[0]
+
+
+def _sets_compiler(option: str) -> bool:
+    name = _xx_name(option)
+    if name is None:
+        return option in ("-Xint", "-Xcomp") or option.startswith("-Djava.compiler=")
+    return any(name.startswith(o[:-1]) if o.endswith("*") else name == o for o in COMPILER_OPTIONS)
+
+
+def _with_local_jvm(options: str, elsewhere: str = "") -> str:
+    """``options`` (the driver's extra JVM options) with :data:`LOCAL_COLLECTOR` first unless these
+    or the JVM's options from ``elsewhere`` choose a collector, and :data:`LOCAL_COMPILER` unless
+    they set when or whether the JVM compiles (HotSpot takes the last of two values, and refuses two
+    collectors)."""
+    chosen = _split(f"{elsewhere} {options}")
     own: list[str] = []
-    if not any(o.startswith("-XX:+Use") and o.endswith("GC") for o in chosen):
+    if not any((_xx_name(o) or "").startswith("Use") and o.endswith("GC") for o in chosen):
         own.append(LOCAL_COLLECTOR)
-    compiler = ("Tier", "CompileThreshold", "TieredCompilation", "-Xint", "-Xcomp")
-    if not any(word in o for o in chosen for word in compiler):
+    if not any(_sets_compiler(o) for o in chosen):
         own.extend(LOCAL_COMPILER)
     return " ".join([*own, options]).strip()
+
+
+def _split(options: str) -> list[str]:
+    """JVM options as Spark splits them (quotes group words); by whitespace if they do not parse."""
+    try:
+        return shlex.split(options)
+    except ValueError:
+        return options.split()
+
+
+def _quoted_option(option: str) -> str:
+    """``option`` (``-Dname=value``) as one JVM option on Spark's command line, quoted if it holds
+    whitespace."""
+    return f'"{option}"' if any(c.isspace() for c in option) else option
 
 
 def default_log_file() -> str:
@@ -113,6 +155,7 @@ def session_conf(settings: SparkSettings) -> dict[str, str]:
     tables exactly as ``lakemerge run`` does.
     """
     conf = dict(_DEFAULTS)
+    derby: str | None = None
     if settings.master.startswith("local"):
         conf.update(
             {
@@ -137,12 +180,19 @@ def session_conf(settings: SparkSettings) -> dict[str, str]:
                 f"jdbc:derby:;databaseName={folder}/metastore_db;create=true"
             )
             # Derby writes derby.log into the JVM's working directory unless told otherwise.
-            conf[_DRIVER_OPTIONS] = f"-Dderby.system.home={folder}"
+            derby = _quoted_option(f"-Dderby.system.home={folder}")
+            conf[_DRIVER_OPTIONS] = derby
         if settings.warehouse:
             conf["spark.sql.warehouse.dir"] = settings.warehouse
     conf.update(settings.conf)
+    if derby is not None and "-Dderby.system.home=" not in conf[_DRIVER_OPTIONS]:
+        conf[_DRIVER_OPTIONS] = f"{derby} {conf[_DRIVER_OPTIONS]}"  # (the user's own options keep it)
     if settings.master.startswith("local"):
-        conf[_DRIVER_OPTIONS] = _with_local_jvm(conf.get(_DRIVER_OPTIONS, ""))
+        elsewhere = [str(conf.get(key, "")) for key in _OTHER_OPTIONS]
+        elsewhere += [os.environ.get(name, "") for name in _OPTION_VARIABLES]
+        options = _with_local_jvm(conf.pop(_DRIVER_OPTIONS, ""), " ".join(elsewhere))
+        if options:
+            conf[_DRIVER_OPTIONS] = options
     packages = [DELTA_PACKAGE, avro_package(), *settings.packages]
     extra = conf.get("spark.jars.packages")
     if extra:
@@ -169,7 +219,9 @@ def get_spark(settings: SparkSettings | None = None, *, verbose: bool = False) -
     conf = session_conf(settings)
     if not verbose:
         log_conf = resources.files("lakemerge.spark").joinpath("log4j2.properties")
-        java_opts = f"-Dlog4j2.configurationFile={log_conf} -Dlakemerge.log.file={log_file}"
+        java_opts = " ".join(
+            _quoted_option(o) for o in (f"-Dlog4j2.configurationFile={log_conf}", f"-Dlakemerge.log.file={log_file}")
+        )
         previous = conf.get("spark.driver.extraJavaOptions")
         conf["spark.driver.extraJavaOptions"] = f"{previous} {java_opts}" if previous else java_opts
 
