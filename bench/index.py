@@ -28,14 +28,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-DEFAULT_CELLS = (
-    "clustered:uniform:0.1",
-    "clustered:uniform:1",
-    "clustered:uniform:10",
-    "clustered:recent:1",
-    "random:uniform:1",
-    "date:recent:1",
-)
+from bench.__main__ import DEFAULT_CELLS as HARNESS_CELLS
+
+#: The harness's default cells at SF1 (its SF0.1 cell is the same batch size on a smaller table).
+DEFAULT_CELLS = tuple(cell for cell in HARNESS_CELLS if "@" not in cell)
 
 
 @dataclass
