@@ -77,7 +77,9 @@ LOCAL_COLLECTOR = "-XX:+UseParallelGC"
 #: that also run the batch), while a job's per-row code still reaches C2 within its first hundred
 #: thousand rows or so. In interleaved fresh processes, batches 3-6 of 1,500 changes used 13-32 %
 #: less of the JVM's CPU and 3-17 % less time, of 150,000 13 % less time, and the hand-written
-#: MERGE 3-8 % (bench/RESULTS.md, "Twentieth session").
+#: MERGE 3-8 %; a process of twenty batches ran as fast with 17 % less CPU, and one JVM that plans
+#: thousands of different queries (the test suite) took 13 % longer (bench/RESULTS.md, "Twentieth
+#: session").
 LOCAL_COMPILER = (
     "-XX:Tier4InvocationThreshold=25000",
     "-XX:Tier4MinInvocationThreshold=3000",
