@@ -93,7 +93,7 @@ COMPILER_OPTIONS = ("Tier*", "CompileThreshold", "CompileThresholdScaling", "Com
 
 #: Where else the driver JVM's options come from: Spark's own default options (before the extra
 #: ones on its command line), and the environment variables the JVM reads before its command line.
-_OTHER_OPTIONS = ("spark.driver.defaultJavaOptions",)
+_DEFAULT_OPTIONS = "spark.driver.defaultJavaOptions"
 _OPTION_VARIABLES = ("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS")
 
 
@@ -190,8 +190,7 @@ def session_conf(settings: SparkSettings) -> dict[str, str]:
     if derby is not None and "-Dderby.system.home=" not in conf[_DRIVER_OPTIONS]:
         conf[_DRIVER_OPTIONS] = f"{derby} {conf[_DRIVER_OPTIONS]}"  # (the user's own options keep it)
     if settings.master.startswith("local"):
-        elsewhere = [str(conf.get(key, "")) for key in _OTHER_OPTIONS]
-        elsewhere += [os.environ.get(name, "") for name in _OPTION_VARIABLES]
+        elsewhere = [str(conf.get(_DEFAULT_OPTIONS, "")), *(os.environ.get(name, "") for name in _OPTION_VARIABLES)]
         options = _with_local_jvm(conf.pop(_DRIVER_OPTIONS, ""), " ".join(elsewhere))
         if options:
             conf[_DRIVER_OPTIONS] = options
