@@ -30,6 +30,13 @@ FILES = 16
 
 Peer = Callable[..., list[float]]
 
+#: The settings every peer's session starts with, on top of lakemerge's defaults.
+BASE_CONF = {
+    "spark.driver.memory": "2g",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.sql.adaptive.enabled": "true",
+}
+
 
 def session(*, iceberg: bool = False, driver_memory: str = "2g", extra: dict[str, str] | None = None) -> SparkSession:
     """A fresh local session with Delta (and Iceberg when asked), the same for every peer (``extra``:
@@ -37,11 +44,7 @@ def session(*, iceberg: bool = False, driver_memory: str = "2g", extra: dict[str
     from lakemerge.config.models import SparkSettings
     from lakemerge.spark import get_spark
 
-    conf = {
-        "spark.driver.memory": driver_memory,
-        "spark.sql.shuffle.partitions": "8",
-        "spark.sql.adaptive.enabled": "true",
-    }
+    conf = {**BASE_CONF, "spark.driver.memory": driver_memory}
     packages: tuple[str, ...] = ()
     if iceberg:
         packages = (ICEBERG_PACKAGE,)
@@ -283,11 +286,8 @@ SPARK_PEERS: dict[str, Peer] = {
     "iceberg_cow": _iceberg("cow", "copy-on-write"),
     "iceberg_mor": _iceberg("mor", "merge-on-read"),
 }
+#: The Hudi peers run on Spark 3.5 in an environment of their own (:mod:`bench.hudi`).
 PEERS = (*SPARK_PEERS, "delta_rs", "hudi_cow", "hudi_mor")
-SKIPPED = {
-    "hudi_cow": "Apache Hudi publishes no Spark 4.1 bundle yet (apache/hudi issue 17663); nothing to run on Spark 4.1.",
-    "hudi_mor": "Apache Hudi publishes no Spark 4.1 bundle yet (apache/hudi issue 17663); nothing to run on Spark 4.1.",
-}
 
 
 def spark_checksum(spark: SparkSession, peer: str, path: str) -> dict[str, int]:

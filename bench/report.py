@@ -101,9 +101,11 @@ def environment() -> str:
             versions.append(f"{name} {md.version(name)}")
         except md.PackageNotFoundError:
             versions.append(f"{name} missing")
+    from bench.hudi import HUDI_PACKAGE, SPARK_VERSION
     from bench.peers import ICEBERG_PACKAGE
 
     versions.append(f"Iceberg {ICEBERG_PACKAGE.rsplit(':', 1)[-1]} ({ICEBERG_PACKAGE.split(':')[1]})")
+    versions.append(f"Hudi {HUDI_PACKAGE.rsplit(':', 1)[-1]} ({HUDI_PACKAGE.split(':')[1]} on PySpark {SPARK_VERSION})")
     load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
     return (
         f"{platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}; "

@@ -1,0 +1,172 @@
+"""Apache Hudi's upserts, copy-on-write and merge-on-read, as peers of the harness.
+
+Hudi publishes no bundle for Spark 4.1 that this machine's Maven repository serves (apache/hudi
+issue 17663), so these peers run on the newest Spark that Hudi does ship for here: PySpark
+:data:`SPARK_VERSION` with :data:`HUDI_PACKAGE`, in a virtual environment of their own that the
+harness makes under its data folder on first use (``python -m venv`` and ``pip install pyspark``).
+Everything else is the other peers': the same batches, the same session settings where they are not
+Delta's (:func:`engine_conf`, computed by the harness from lakemerge's own), the same timing around
+the write alone, the same checksum.
+
+A batch is one Hudi upsert, as Hudi's streamer does it: the record key is the table's key, the
+precombine field is ``seq`` (so the latest version of a key in a batch wins, and a batch never
+replaces a newer stored row), and a delete is a row with ``_hoodie_is_deleted`` set, so that one
+commit applies the whole batch. The index is Hudi's bloom index, whose key ranges per file prune as
+lakemerge's do; ``bench/RESULTS.md`` has what the simple index and the record index measured.
+
+Run by the harness as ``VENV/bin/python -m bench.hudi '<json>'`` (the job of :mod:`bench.worker`);
+this module imports nothing of lakemerge or Delta, only PySpark.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import TYPE_CHECKING
+
+from bench.data import KEY
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+#: The newest Spark minor version Hudi publishes a bundle for that resolves here, and its bundle.
+SPARK_VERSION = "3.5.7"
+HUDI_PACKAGE = "org.apache.hudi:hudi-spark3.5-bundle_2.12:1.0.2"
+PEERS = {"hudi_cow": "COPY_ON_WRITE", "hudi_mor": "MERGE_ON_READ"}
+DELETED = "_hoodie_is_deleted"
+
+#: lakemerge's session settings that are Delta's or PySpark 4's own, left out of a Hudi session.
+_NOT_FOR_HUDI = (
+    "spark.sql.extensions",
+    "spark.sql.catalog.spark_catalog",
+    "spark.jars.packages",
+    "spark.databricks.",
+    "spark.python.sql.dataFrameDebugging.",
+)
+
+_HUDI_SESSION = {
+    "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
+    "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
+    "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
+    "spark.jars.packages": HUDI_PACKAGE,
+}
+
+
+def engine_conf(base: dict[str, str]) -> dict[str, str]:
+    """The settings of a lakemerge session built from ``base`` (the harness's settings for every
+    peer) that are not Delta's: the UI off, shuffle partitions, the time zone, the code cache, the
+    driver's memory and JVM options (collector, compiler thresholds), the local filesystem."""
+    from lakemerge.config.models import SparkSettings
+    from lakemerge.spark.session import session_conf
+
+    conf = session_conf(SparkSettings(master="local[2]", conf=base))
+    return {k: v for k, v in conf.items() if not k.startswith(_NOT_FOR_HUDI)}
+
+
+def interpreter(root: str) -> str:
+    """The Python of the Hudi peers' environment under ``root``, made on first use."""
+    env = os.path.join(root, f"spark-{SPARK_VERSION}")
+    python = os.path.join(env, "bin", "python")
+    ready = os.path.join(env, "ready")
+    if not os.path.exists(ready):
+        subprocess.run([sys.executable, "-m", "venv", "--clear", env], check=True)
+        subprocess.run([python, "-m", "pip", "install", "--quiet", f"pyspark=={SPARK_VERSION}"], check=True)
+        with open(ready, "w") as fh:
+            fh.write(HUDI_PACKAGE + "\n")
+    return python
+
+
+def session(conf: dict[str, str]) -> SparkSession:
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master("local[2]").appName("bench")
+    for key, value in {**conf, **_HUDI_SESSION}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def options(table_type: str, layout: str) -> dict[str, str]:
+    """Hudi's write options for the table (the same for its creation and every batch)."""
+    from bench.peers import PARTITION
+
+    found = {
+        "hoodie.table.name": "orders",
+        "hoodie.datasource.write.table.type": table_type,
+        "hoodie.datasource.write.recordkey.field": KEY,
+        "hoodie.datasource.write.precombine.field": "seq",
+        "hoodie.index.type": "BLOOM",
+    }
+    if layout == "date":
+        found["hoodie.datasource.write.partitionpath.field"] = PARTITION
+        found["hoodie.datasource.write.hive_style_partitioning"] = "true"
+        found["hoodie.datasource.write.keygenerator.class"] = "org.apache.hudi.keygen.SimpleKeyGenerator"
+    else:
+        found["hoodie.datasource.write.partitionpath.field"] = ""
+        found["hoodie.datasource.write.keygenerator.class"] = "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
+    return found
+
+
+def run(spark: SparkSession, table_type: str, source: str, path: str, layout: str, batches: list[str]) -> list[float]:
+    """Create the table with a bulk insert that keeps the layout's files (untimed), then upsert
+    each batch; the seconds of each upsert."""
+    from pyspark.sql import functions as F
+
+    from bench.peers import _initial, _timed
+
+    written = options(table_type, layout)
+    (
+        _initial(spark, source, layout)
+        .withColumn(DELETED, F.lit(False))
+        .write.format("hudi")
+        .options(**written)
+        .option("hoodie.datasource.write.operation", "bulk_insert")
+        .option("hoodie.bulkinsert.sort.mode", "NONE")
+        .mode("overwrite")
+        .save(path)
+    )
+
+    def apply(batch: str) -> None:
+        changes = spark.read.parquet(batch).withColumn(DELETED, F.col("op") == "D").drop("op")
+        (
+            changes.write.format("hudi")
+            .options(**written)
+            .option("hoodie.datasource.write.operation", "upsert")
+            .mode("append")
+            .save(path)
+        )
+
+    return _timed(batches, apply)
+
+
+def checksum(spark: SparkSession, path: str) -> dict[str, int]:
+    """The harness's checksum over a snapshot read of the table (log files merged)."""
+    from bench.peers import _CHECKSUM_SQL
+
+    spark.read.format("hudi").load(path).createOrReplaceTempView("final")
+    row = spark.sql(_CHECKSUM_SQL).collect()[0]
+    return {k: int(row[k] or 0) for k in row.asDict()}
+
+
+def main(argv: list[str]) -> int:
+    from bench.peers import clean
+
+    job = json.loads(argv[0])
+    path = os.path.join(job["workdir"], f"{job['peer']}-table")
+    os.makedirs(job["workdir"], exist_ok=True)
+    clean(path)
+    spark = session(job.get("conf") or {})
+    times = run(spark, PEERS[job["peer"]], job["source"], path, job["layout"], job["batches"])
+    found = checksum(spark, path)
+    spark.stop()
+    clean(path)
+    print("BENCH " + json.dumps({"times": times, "checksum": found}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,30 @@
+"""The Hudi peers of the benchmark get the other peers' session settings, minus Delta's own."""
+
+from __future__ import annotations
+
+from bench import hudi
+
+
+def test_hudi_session_keeps_engine_settings_and_drops_deltas() -> None:
+    conf = hudi.engine_conf({"spark.driver.memory": "2g", "spark.sql.shuffle.partitions": "8"})
+    assert conf["spark.driver.memory"] == "2g"
+    assert conf["spark.sql.shuffle.partitions"] == "8"
+    assert conf["spark.ui.enabled"] == "false"
+    assert "-XX:+UseParallelGC" in conf["spark.driver.extraJavaOptions"]
+    assert "-XX:Tier4InvocationThreshold=25000" in conf["spark.driver.extraJavaOptions"]
+    assert conf["spark.hadoop.fs.AbstractFileSystem.file.impl"].endswith("RawLocalFs")
+    for key in conf:
+        assert not key.startswith(("spark.databricks.", "spark.sql.extensions", "spark.sql.catalog", "spark.jars"))
+    session = {**conf, **hudi._HUDI_SESSION}
+    assert session["spark.jars.packages"] == hudi.HUDI_PACKAGE
+    assert "Hoodie" in session["spark.sql.extensions"]
+
+
+def test_hudi_writes_partition_only_the_date_layout() -> None:
+    dated = hudi.options("MERGE_ON_READ", "date")
+    assert dated["hoodie.datasource.write.partitionpath.field"] == "o_year"
+    assert dated["hoodie.datasource.write.table.type"] == "MERGE_ON_READ"
+    flat = hudi.options("COPY_ON_WRITE", "clustered")
+    assert flat["hoodie.datasource.write.partitionpath.field"] == ""
+    assert flat["hoodie.datasource.write.keygenerator.class"].endswith("NonpartitionedKeyGenerator")
+    assert flat["hoodie.datasource.write.precombine.field"] == "seq"
