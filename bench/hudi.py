@@ -14,6 +14,10 @@ replaces a newer stored row), and a delete is a row with ``_hoodie_is_deleted`` 
 commit applies the whole batch. The index is Hudi's bloom index, whose key ranges per file prune as
 lakemerge's do; ``bench/RESULTS.md`` has what the simple index and the record index measured.
 
+``iceberg_mor_spark35`` runs the ``iceberg_mor`` peer's MERGE INTO in the same environment (Iceberg
+:data:`ICEBERG_PACKAGE`, the release the Spark 4.1 peer uses): beside ``iceberg_mor`` in one run of
+the harness, it tells how much of a difference is Spark's version rather than the table format.
+
 Run by the harness as ``VENV/bin/python -m bench.hudi '<json>'`` (the job of :mod:`bench.worker`);
 this module imports nothing of lakemerge or Delta, only PySpark.
 """
@@ -34,7 +38,12 @@ if TYPE_CHECKING:
 #: The newest Spark minor version Hudi publishes a bundle for that resolves here, and its bundle.
 SPARK_VERSION = "3.5.7"
 HUDI_PACKAGE = "org.apache.hudi:hudi-spark3.5-bundle_2.12:1.0.2"
-PEERS = {"hudi_cow": "COPY_ON_WRITE", "hudi_mor": "MERGE_ON_READ"}
+ICEBERG_PACKAGE = "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.12.0"
+#: Hudi's table type per Hudi peer.
+HUDI = {"hudi_cow": "COPY_ON_WRITE", "hudi_mor": "MERGE_ON_READ"}
+CALIBRATION = "iceberg_mor_spark35"
+#: The peers that run in this environment.
+PEERS = (*HUDI, CALIBRATION)
 DELETED = "_hoodie_is_deleted"
 
 #: lakemerge's session settings that are Delta's or PySpark 4's own, left out of a Hudi session.
@@ -79,11 +88,22 @@ def interpreter(root: str) -> str:
     return python
 
 
-def session(conf: dict[str, str]) -> SparkSession:
+def _iceberg_session(warehouse: str) -> dict[str, str]:
+    return {
+        "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+        "spark.sql.catalog.bench": "org.apache.iceberg.spark.SparkCatalog",
+        "spark.sql.catalog.bench.type": "hadoop",
+        "spark.sql.catalog.bench.warehouse": warehouse,
+        "spark.jars.packages": ICEBERG_PACKAGE,
+    }
+
+
+def session(conf: dict[str, str], own: dict[str, str]) -> SparkSession:
+    """A local session with the harness's settings ``conf`` and this peer's ``own``."""
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master("local[2]").appName("bench")
-    for key, value in {**conf, **_HUDI_SESSION}.items():
+    for key, value in {**conf, **own}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
@@ -153,17 +173,27 @@ def checksum(spark: SparkSession, path: str) -> dict[str, int]:
 
 
 def main(argv: list[str]) -> int:
-    from bench.peers import clean
+    import shutil
+
+    from bench import peers
 
     job = json.loads(argv[0])
-    path = os.path.join(job["workdir"], f"{job['peer']}-table")
+    peer = job["peer"]
+    path = os.path.join(job["workdir"], f"{peer}-table")
     os.makedirs(job["workdir"], exist_ok=True)
-    clean(path)
-    spark = session(job.get("conf") or {})
-    times = run(spark, PEERS[job["peer"]], job["source"], path, job["layout"], job["batches"])
-    found = checksum(spark, path)
+    peers.clean(path)
+    if peer in HUDI:
+        spark = session(job.get("conf") or {}, _HUDI_SESSION)
+        times = run(spark, HUDI[peer], job["source"], path, job["layout"], job["batches"])
+        found = checksum(spark, path)
+    else:
+        warehouse = os.path.join(job["workdir"], "iceberg")
+        shutil.rmtree(warehouse, ignore_errors=True)
+        spark = session(job.get("conf") or {}, _iceberg_session(warehouse))
+        times = peers.SPARK_PEERS["iceberg_mor"](spark, job["source"], path, job["layout"], job["batches"])
+        found = peers.spark_checksum(spark, peer, path)
     spark.stop()
-    clean(path)
+    peers.clean(path)
     print("BENCH " + json.dumps({"times": times, "checksum": found}), flush=True)
     return 0
 

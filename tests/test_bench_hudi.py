@@ -28,3 +28,12 @@ def test_hudi_writes_partition_only_the_date_layout() -> None:
     assert flat["hoodie.datasource.write.partitionpath.field"] == ""
     assert flat["hoodie.datasource.write.keygenerator.class"].endswith("NonpartitionedKeyGenerator")
     assert flat["hoodie.datasource.write.precombine.field"] == "seq"
+
+
+def test_spark35_calibration_runs_the_same_iceberg_release() -> None:
+    from bench.peers import ICEBERG_PACKAGE
+
+    own = hudi._iceberg_session("/w")
+    assert own["spark.jars.packages"] == hudi.ICEBERG_PACKAGE
+    assert hudi.ICEBERG_PACKAGE.rsplit(":", 1)[1] == ICEBERG_PACKAGE.rsplit(":", 1)[1]
+    assert "3.5" in hudi.ICEBERG_PACKAGE and hudi.CALIBRATION in hudi.PEERS
