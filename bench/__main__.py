@@ -101,16 +101,18 @@ def _run(
     if peer in hudi.PEERS:
         # Spark 3.5 in its own environment: it sees this folder's `bench` and nothing of ours.
         job["conf"] = hudi.engine_conf({**peers.BASE_CONF, **conf})
-        command = [hudi.interpreter(args.data), "-m", "bench.hudi", json.dumps(job)]
-        path = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        try:
+            python = hudi.interpreter(args.data, args.timeout)
+        except (OSError, subprocess.SubprocessError) as exc:
+            return {"status": "failed", "reason": f"no PySpark {hudi.SPARK_VERSION} environment: {exc}"[-600:]}
+        command = [python, "-m", "bench.hudi", json.dumps(job)]
+        env = hudi.environment(dict(os.environ), os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     else:
         command = [sys.executable, "-m", "bench.worker", json.dumps(job)]
-        path = os.pathsep.join(sys.path)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     begin = time.perf_counter()
     try:
-        done = subprocess.run(
-            command, capture_output=True, text=True, timeout=args.timeout, env={**os.environ, "PYTHONPATH": path}
-        )
+        done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout, env=env)
     except subprocess.TimeoutExpired:
         return {"status": "timeout", "reason": f"over {args.timeout:g} s"}
     lines = [line for line in done.stdout.splitlines() if line.startswith("BENCH ")]

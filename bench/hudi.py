@@ -10,16 +10,19 @@ the write alone, the same checksum.
 
 A batch is one Hudi upsert, as Hudi's streamer does it: the record key is the table's key, the
 precombine field is ``seq`` (so the latest version of a key in a batch wins, and a batch never
-replaces a newer stored row), and a delete is a row with ``_hoodie_is_deleted`` set, so that one
-commit applies the whole batch. The index is Hudi's bloom index, whose key ranges per file prune as
-lakemerge's do; ``bench/RESULTS.md`` has what the simple index and the record index measured.
+replaces a newer stored row: event-time ordering, set rather than inferred), and a delete is a row
+with ``_hoodie_is_deleted`` set, so that one commit applies the whole batch. The index is Hudi's
+bloom index, whose key ranges per file prune as lakemerge's do (``bench/RESULTS.md`` has what the
+simple index and the record index measured). Files are compressed with snappy, as the Delta peers'
+are (Hudi's default is gzip, which costs a copy-on-write rewrite much more CPU).
 
 ``iceberg_mor_spark35`` runs the ``iceberg_mor`` peer's MERGE INTO in the same environment (Iceberg
 :data:`ICEBERG_PACKAGE`, the release the Spark 4.1 peer uses): beside ``iceberg_mor`` in one run of
 the harness, it tells how much of a difference is Spark's version rather than the table format.
 
 Run by the harness as ``VENV/bin/python -m bench.hudi '<json>'`` (the job of :mod:`bench.worker`);
-this module imports nothing of lakemerge or Delta, only PySpark.
+there it imports nothing of lakemerge or Delta, only PySpark. :func:`engine_conf` and
+:func:`interpreter` run in the harness's own process.
 """
 
 from __future__ import annotations
@@ -75,17 +78,32 @@ def engine_conf(base: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in conf.items() if not k.startswith(_NOT_FOR_HUDI)}
 
 
-def interpreter(root: str) -> str:
-    """The Python of the Hudi peers' environment under ``root``, made on first use."""
+def interpreter(root: str, timeout: float = 1800) -> str:
+    """The Python of the Hudi peers' environment under ``root``, made on first use (a half-made one
+    is made again: its marker is written last). Raises ``OSError`` or ``subprocess.SubprocessError``
+    when it cannot be made."""
     env = os.path.join(root, f"spark-{SPARK_VERSION}")
     python = os.path.join(env, "bin", "python")
     ready = os.path.join(env, "ready")
-    if not os.path.exists(ready):
-        subprocess.run([sys.executable, "-m", "venv", "--clear", env], check=True)
-        subprocess.run([python, "-m", "pip", "install", "--quiet", f"pyspark=={SPARK_VERSION}"], check=True)
+    if not (os.path.exists(ready) and os.path.exists(python)):
+        subprocess.run([sys.executable, "-m", "venv", "--clear", env], check=True, timeout=timeout)
+        install = [python, "-m", "pip", "install", "--quiet", f"pyspark=={SPARK_VERSION}"]
+        subprocess.run(install, check=True, timeout=timeout)
         with open(ready, "w") as fh:
-            fh.write(HUDI_PACKAGE + "\n")
+            fh.write(f"pyspark {SPARK_VERSION}\n")
     return python
+
+
+#: Variables that would point PySpark 3.5 at another Spark or Python; left out of its environment.
+FOREIGN = ("SPARK_HOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYSPARK_SUBMIT_ARGS", "SPARK_CONF_DIR")
+
+
+def environment(base: dict[str, str], bench_root: str) -> dict[str, str]:
+    """The environment of a Spark 3.5 peer's process: ``base`` without :data:`FOREIGN`, with only
+    ``bench_root`` (the folder holding ``bench``) on its Python path."""
+    env = {k: v for k, v in base.items() if k not in FOREIGN}
+    env["PYTHONPATH"] = bench_root
+    return env
 
 
 def _iceberg_session(warehouse: str) -> dict[str, str]:
@@ -99,11 +117,12 @@ def _iceberg_session(warehouse: str) -> dict[str, str]:
 
 
 def session(conf: dict[str, str], own: dict[str, str]) -> SparkSession:
-    """A local session with the harness's settings ``conf`` and this peer's ``own``."""
+    """A local session with this peer's settings ``own`` and the harness's ``conf`` (which win, as a
+    diagnostic ``--conf`` does for the other peers)."""
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master("local[2]").appName("bench")
-    for key, value in {**conf, **own}.items():
+    for key, value in {**own, **conf}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
@@ -119,7 +138,9 @@ def options(table_type: str, layout: str) -> dict[str, str]:
         "hoodie.datasource.write.table.type": table_type,
         "hoodie.datasource.write.recordkey.field": KEY,
         "hoodie.datasource.write.precombine.field": "seq",
+        "hoodie.record.merge.mode": "EVENT_TIME_ORDERING",
         "hoodie.index.type": "BLOOM",
+        "hoodie.parquet.compression.codec": "snappy",
     }
     if layout == "date":
         found["hoodie.datasource.write.partitionpath.field"] = PARTITION
@@ -191,7 +212,7 @@ def main(argv: list[str]) -> int:
         shutil.rmtree(warehouse, ignore_errors=True)
         spark = session(job.get("conf") or {}, _iceberg_session(warehouse))
         times = peers.SPARK_PEERS["iceberg_mor"](spark, job["source"], path, job["layout"], job["batches"])
-        found = peers.spark_checksum(spark, peer, path)
+        found = peers.spark_checksum(spark, "iceberg_mor", path)  # the iceberg_mor peer's table
     spark.stop()
     peers.clean(path)
     print("BENCH " + json.dumps({"times": times, "checksum": found}), flush=True)

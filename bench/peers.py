@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from bench import hudi
 from bench.data import DATE, KEY
 
 if TYPE_CHECKING:
@@ -287,7 +288,7 @@ SPARK_PEERS: dict[str, Peer] = {
     "iceberg_mor": _iceberg("mor", "merge-on-read"),
 }
 #: The Hudi peers run on Spark 3.5 in an environment of their own (:mod:`bench.hudi`).
-PEERS = (*SPARK_PEERS, "delta_rs", "hudi_cow", "hudi_mor", "iceberg_mor_spark35")
+PEERS = (*SPARK_PEERS, "delta_rs", *hudi.PEERS)
 
 
 def spark_checksum(spark: SparkSession, peer: str, path: str) -> dict[str, int]:

@@ -91,8 +91,8 @@ def plot(results: list[dict[str, Any]], target: str) -> None:
     plt.close(fig)
 
 
-def environment() -> str:
-    """The machine and versions, for the report."""
+def environment(ran: set[str] | frozenset[str] = frozenset()) -> str:
+    """The machine and versions, for the report (those of the Spark 3.5 peers when ``ran`` names one)."""
     import importlib.metadata as md
 
     versions = []
@@ -101,11 +101,13 @@ def environment() -> str:
             versions.append(f"{name} {md.version(name)}")
         except md.PackageNotFoundError:
             versions.append(f"{name} missing")
-    from bench.hudi import HUDI_PACKAGE, SPARK_VERSION
+    from bench import hudi
     from bench.peers import ICEBERG_PACKAGE
 
     versions.append(f"Iceberg {ICEBERG_PACKAGE.rsplit(':', 1)[-1]} ({ICEBERG_PACKAGE.split(':')[1]})")
-    versions.append(f"Hudi {HUDI_PACKAGE.rsplit(':', 1)[-1]} ({HUDI_PACKAGE.split(':')[1]} on PySpark {SPARK_VERSION})")
+    on_35 = [p for p in (hudi.HUDI_PACKAGE, hudi.ICEBERG_PACKAGE) if ran & set(hudi.PEERS)]
+    if on_35:
+        versions.append(f"on PySpark {hudi.SPARK_VERSION}: " + ", ".join(p.split(":", 1)[1] for p in on_35))
     load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
     return (
         f"{platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
@@ -128,7 +130,7 @@ def write(raws: list[str], out: str) -> None:
     text = [
         f"Command(s): {'; '.join(commands)}",
         "",
-        f"Machine: {environment()}",
+        f"Machine: {environment({r['peer'] for r in results})}",
         "",
         table(results),
         "",

@@ -37,3 +37,8 @@ def test_spark35_calibration_runs_the_same_iceberg_release() -> None:
     assert own["spark.jars.packages"] == hudi.ICEBERG_PACKAGE
     assert hudi.ICEBERG_PACKAGE.rsplit(":", 1)[1] == ICEBERG_PACKAGE.rsplit(":", 1)[1]
     assert "3.5" in hudi.ICEBERG_PACKAGE and hudi.CALIBRATION in hudi.PEERS
+
+
+def test_spark35_process_sees_no_other_spark_or_python_path() -> None:
+    env = hudi.environment({"SPARK_HOME": "/opt/spark-4", "PYSPARK_PYTHON": "/x", "PATH": "/bin"}, "/repo")
+    assert env == {"PATH": "/bin", "PYTHONPATH": "/repo"}
