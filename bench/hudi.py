@@ -214,8 +214,7 @@ def main(argv: list[str]) -> int:
         times = peers.SPARK_PEERS["iceberg_mor"](spark, job["source"], path, job["layout"], job["batches"])
         found = peers.spark_checksum(spark, "iceberg_mor", path)  # the iceberg_mor peer's table
     spark.stop()
-    peers.clean(path)
-    print("BENCH " + json.dumps({"times": times, "checksum": found}), flush=True)
+    peers.emit(path, times, found)
     return 0
 
 

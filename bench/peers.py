@@ -8,6 +8,7 @@ so that the harness can check that every peer ends with the same rows.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -323,6 +324,12 @@ def rs_checksum(path: str) -> dict[str, int]:
     row = duckdb.sql(_CHECKSUM_SQL).fetchone()
     assert row is not None
     return {k: int(v or 0) for k, v in zip(("rows", "keys", "cents", "seqs", "comment_chars"), row, strict=True)}
+
+
+def emit(path: str, times: list[float], checksum: dict[str, int]) -> None:
+    """End a worker's job: remove its table at ``path`` and print the line the harness reads."""
+    clean(path)
+    print("BENCH " + json.dumps({"times": times, "checksum": checksum}), flush=True)
 
 
 def clean(path: str) -> None:

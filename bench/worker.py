@@ -31,8 +31,7 @@ def main(argv: list[str]) -> int:
         times = peers.SPARK_PEERS[peer](spark, job["source"], path, layout, job["batches"])
         checksum = peers.spark_checksum(spark, peer, path)
         spark.stop()
-    peers.clean(path)
-    print("BENCH " + json.dumps({"times": times, "checksum": checksum}), flush=True)
+    peers.emit(path, times, checksum)
     return 0
 
 
