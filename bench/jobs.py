@@ -4,7 +4,8 @@
 Creates the harness's table (``LAYOUT``: clustered, random or date; default clustered) from
 ``/tmp/lakemerge-bench/sfSF`` (``SF`` default 1; run ``python -m bench`` once to generate it), applies ``COUNT``
 (default 8) batches named ``BATCHES`` (default ``uniform-0.1``) in ``MODE`` (default ``log``), and
-prints each batch's time (and the driver JVM's time compiling and collecting garbage during it)
+prints each batch's time (and the driver JVM's time compiling and collecting garbage during it, and
+the classes it loaded: generated code, or code of Spark's first used in that batch)
 and, for the last one, every Spark job it ran: when it started after the
 batch did, how long it took, its tasks and where it came from (the lakemerge line, or Delta's
 description such as "Filtering files for query"). The gaps between jobs are the driver's planning.
@@ -35,16 +36,19 @@ def main(argv: list[str]) -> int:
     apply = peers.lakemerge_batch(spark, path, layout, mode, batches[0])
     store = spark.sparkContext._jsc.sc().statusStore()  # type: ignore[union-attr]
     jvm_times = _jvm_clock(spark)
+    classes = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getClassLoadingMXBean()  # type: ignore[union-attr]
     for number, batch in enumerate(batches, start=1):
         began_ms = time.time() * 1000
         compiling, collecting = jvm_times()
+        loaded = classes.getTotalLoadedClassCount()
         start = time.perf_counter()
         apply(batch)
         took = time.perf_counter() - start
         compiled, collected = jvm_times()
         print(
             f"batch {number}: {took:.2f} s (JVM: {compiled - compiling:.2f} s compiling, "
-            f"{collected - collecting:.2f} s collecting garbage)"
+            f"{collected - collecting:.2f} s collecting garbage, "
+            f"{classes.getTotalLoadedClassCount() - loaded} classes loaded)"
         )
         if number == len(batches):
             for line in _jobs_since(store, began_ms):
