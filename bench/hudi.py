@@ -45,8 +45,9 @@ ICEBERG_PACKAGE = "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.12.0"
 #: Hudi's table type per Hudi peer.
 HUDI = {"hudi_cow": "COPY_ON_WRITE", "hudi_mor": "MERGE_ON_READ"}
 CALIBRATION = "iceberg_mor_spark35"
-#: The peers that run in this environment.
-PEERS = (*HUDI, CALIBRATION)
+#: The peers that run in this environment, with the package each adds to PySpark.
+PACKAGES = {**dict.fromkeys(HUDI, HUDI_PACKAGE), CALIBRATION: ICEBERG_PACKAGE}
+PEERS = tuple(PACKAGES)
 DELETED = "_hoodie_is_deleted"
 
 #: lakemerge's session settings that are Delta's or PySpark 4's own, left out of a Hudi session.
@@ -70,7 +71,8 @@ _HUDI_SESSION = {
 def engine_conf(base: dict[str, str]) -> dict[str, str]:
     """The settings of a lakemerge session built from ``base`` (the harness's settings for every
     peer) that are not Delta's: the UI off, shuffle partitions, the time zone, the code cache, the
-    driver's memory and JVM options (collector, compiler thresholds), the local filesystem."""
+    driver's memory and JVM options (collector, compiler thresholds), and Hadoop's ``FileContext``
+    without side files (which only Delta's log writes through)."""
     from lakemerge.config.models import SparkSettings
     from lakemerge.spark.session import session_conf
 
@@ -184,15 +186,6 @@ def run(spark: SparkSession, table_type: str, source: str, path: str, layout: st
     return _timed(batches, apply)
 
 
-def checksum(spark: SparkSession, path: str) -> dict[str, int]:
-    """The harness's checksum over a snapshot read of the table (log files merged)."""
-    from bench.peers import _CHECKSUM_SQL
-
-    spark.read.format("hudi").load(path).createOrReplaceTempView("final")
-    row = spark.sql(_CHECKSUM_SQL).collect()[0]
-    return {k: int(row[k] or 0) for k in row.asDict()}
-
-
 def main(argv: list[str]) -> int:
     import shutil
 
@@ -206,7 +199,7 @@ def main(argv: list[str]) -> int:
     if peer in HUDI:
         spark = session(job.get("conf") or {}, _HUDI_SESSION)
         times = run(spark, HUDI[peer], job["source"], path, job["layout"], job["batches"])
-        found = checksum(spark, path)
+        found = peers.spark_checksum(spark, peer, path)
     else:
         warehouse = os.path.join(job["workdir"], "iceberg")
         shutil.rmtree(warehouse, ignore_errors=True)

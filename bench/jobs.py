@@ -5,7 +5,7 @@ Creates the harness's table (``LAYOUT``: clustered, random or date; default clus
 ``/tmp/lakemerge-bench/sfSF`` (``SF`` default 1; run ``python -m bench`` once to generate it), applies ``COUNT``
 (default 8) batches named ``BATCHES`` (default ``uniform-0.1``) in ``MODE`` (default ``log``), and
 prints each batch's time (and the driver JVM's time compiling and collecting garbage during it, and
-the classes it loaded: generated code, or code of Spark's first used in that batch)
+the classes it loaded: Spark's generated code, code first used in that batch, the JDK's reflection accessors)
 and, for the last one, every Spark job it ran: when it started after the
 batch did, how long it took, its tasks and where it came from (the lakemerge line, or Delta's
 description such as "Filtering files for query"). The gaps between jobs are the driver's planning.

@@ -293,8 +293,11 @@ PEERS = (*SPARK_PEERS, "delta_rs", *hudi.PEERS)
 
 
 def spark_checksum(spark: SparkSession, peer: str, path: str) -> dict[str, int]:
-    """Row count and sums over the final table (integers, so equal across engines)."""
-    if peer.startswith("iceberg"):
+    """Row count and sums over the final table (integers, so equal across engines); a Hudi table's
+    through a snapshot read (its log files merged)."""
+    if peer in hudi.HUDI:
+        frame = spark.read.format("hudi").load(path)
+    elif peer.startswith("iceberg"):
         frame = spark.table(f"bench.db.orders_{peer.split('_')[1]}")
     elif peer == "lakemerge_log":
         from lakemerge.apply import log

@@ -105,7 +105,7 @@ def environment(ran: set[str] | frozenset[str] = frozenset()) -> str:
     from bench.peers import ICEBERG_PACKAGE
 
     versions.append(f"Iceberg {ICEBERG_PACKAGE.rsplit(':', 1)[-1]} ({ICEBERG_PACKAGE.split(':')[1]})")
-    on_35 = [p for p in (hudi.HUDI_PACKAGE, hudi.ICEBERG_PACKAGE) if ran & set(hudi.PEERS)]
+    on_35 = sorted({package for peer, package in hudi.PACKAGES.items() if peer in ran})
     if on_35:
         versions.append(f"on PySpark {hudi.SPARK_VERSION}: " + ", ".join(p.split(":", 1)[1] for p in on_35))
     load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)

@@ -42,3 +42,12 @@ def test_spark35_calibration_runs_the_same_iceberg_release() -> None:
 def test_spark35_process_sees_no_other_spark_or_python_path() -> None:
     env = hudi.environment({"SPARK_HOME": "/opt/spark-4", "PYSPARK_PYTHON": "/x", "PATH": "/bin"}, "/repo")
     assert env == {"PATH": "/bin", "PYTHONPATH": "/repo"}
+
+
+def test_report_names_only_the_spark35_packages_of_peers_that_ran() -> None:
+    from bench import report
+
+    hudi_only = report.environment({"lakemerge_log", "hudi_mor"})
+    assert "hudi-spark3.5-bundle_2.12:1.0.2" in hudi_only and "iceberg-spark-runtime-3.5" not in hudi_only
+    assert "PySpark 3.5" not in report.environment({"lakemerge_log", "iceberg_mor"})
+    assert "iceberg-spark-runtime-3.5_2.12:1.12.0" in report.environment({hudi.CALIBRATION})
