@@ -167,12 +167,11 @@ def _hand_merge(deletion_vectors: bool) -> Peer:
     return run
 
 
-def full_rewrite(spark: SparkSession, source: str, path: str, layout: str, batches: Sequence[str]) -> list[float]:
-    """The seeds' way: union table and batch, keep the latest row per key, overwrite the table."""
+def full_rewrite_batch(spark: SparkSession, path: str, layout: str) -> Callable[[str], None]:
+    """The seeds' way, for the Delta table at ``path``: union table and batch, keep the latest row per
+    key, overwrite the table."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
-
-    _create_delta(spark, source, path, layout)
 
     def apply(batch: str) -> None:
         stored = spark.read.format("delta").load(path).withColumn("op", F.lit("U"))
@@ -189,7 +188,13 @@ def full_rewrite(spark: SparkSession, source: str, path: str, layout: str, batch
             writer = writer.partitionBy(PARTITION)
         writer.save(path)
 
-    return _timed(batches, apply)
+    return apply
+
+
+def full_rewrite(spark: SparkSession, source: str, path: str, layout: str, batches: Sequence[str]) -> list[float]:
+    """The seeds' way: union table and batch, keep the latest row per key, overwrite the table."""
+    _create_delta(spark, source, path, layout)
+    return _timed(batches, full_rewrite_batch(spark, path, layout))
 
 
 def _iceberg(short: str, mode: str) -> Peer:

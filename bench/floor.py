@@ -1,0 +1,158 @@
+"""How close a `log` batch is to the least any Spark batch could do:
+``python -m bench.floor [--rounds R] [--count N] [--batches KIND] [--sf SF] [MODE ...]``.
+
+Each round runs every mode once, in the order given, each in a fresh process and session
+(:func:`bench.peers.session`, as the harness's peers get): the harness's clustered table is created
+from ``/tmp/lakemerge-bench/sfSF`` (``python -m bench`` makes it; untimed) and ``N`` batches named
+``KIND`` (default ``uniform-0.1``, 5 batches as the harness applies) are applied one by one and timed.
+The modes:
+
+- ``append``: the batch's feed appended as it is to a Delta table beside the table, one commit.
+  Nothing is read of the table and nothing is checked: the least a batch could write to Delta.
+- ``lookup``: ``append`` plus the one read every correct upsert needs, the stored key and sequence
+  of each of the batch's keys (the table's key and sequence columns reduced to the batch's keys by a
+  broadcast semi-join, joined onto the batch), written beside the batch's rows. Without it no batch
+  can tell an insert from an update or a late change from a new one.
+- ``log``: lakemerge's ``apply_table`` in ``write_mode = "log"``, as the harness's ``lakemerge_log``.
+- ``hand`` and ``rewrite``: the harness's hand-written MERGE and full rewrite.
+
+Prints each run's seconds per batch, then per mode the median of each run's batches (what the
+harness reports), the mean of batches 3 to ``N`` ("warm"), and each round's ratio of ``hand`` and of
+``rewrite`` to every mode (above 1, the mode is faster). Only ratios within one round compare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from bench.data import KEY
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+MODES = ("append", "lookup", "log", "hand", "rewrite")
+#: The modes each mode is compared with, when they ran.
+REFERENCES = ("hand", "rewrite")
+HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def append_batch(spark: SparkSession, target: str) -> Callable[[str], None]:
+    """The ``append`` mode: each batch's rows appended as they are to the Delta table at ``target``."""
+
+    def apply(batch: str) -> None:
+        spark.read.parquet(batch).write.format("delta").mode("append").save(target)
+
+    return apply
+
+
+def lookup_batch(spark: SparkSession, path: str, target: str) -> Callable[[str], None]:
+    """The ``lookup`` mode: each batch's rows with the stored sequence of their key in the table at
+    ``path`` (null where it holds none), appended to the Delta table at ``target``."""
+    from pyspark.sql import functions as F
+
+    def apply(batch: str) -> None:
+        changes = spark.read.parquet(batch)
+        keys = changes.select(KEY)
+        stored = (
+            spark.read.format("delta")
+            .load(path)
+            .select(KEY, F.col("seq").alias("stored_seq"))
+            .join(F.broadcast(keys), KEY, "left_semi")
+        )
+        changes.join(stored, KEY, "left").write.format("delta").mode("append").save(target)
+
+    return apply
+
+
+def run_one(mode: str, count: int, kind: str, sf: float) -> list[float]:
+    """Create the clustered table and apply ``count`` batches in ``mode`` in this process: each batch's
+    seconds."""
+    from bench import peers
+
+    root = f"/tmp/lakemerge-bench/sf{sf:g}"
+    batches = [f"{root}/batch-{kind}-{n}.parquet" for n in range(1, count + 1)]
+    spark = peers.session()
+    path, target = "/tmp/lakemerge-bench/floor-table", "/tmp/lakemerge-bench/floor-table-beside"
+    for folder in (path, target, f"{path}__log"):
+        peers.clean(folder)
+    peers._create_delta(spark, f"{root}/orders.parquet", path, "clustered")
+    appliers: dict[str, Callable[[], Callable[[str], None]]] = {
+        "append": lambda: append_batch(spark, target),
+        "lookup": lambda: lookup_batch(spark, path, target),
+        "log": lambda: peers.lakemerge_batch(spark, path, "clustered", "log", batches[0]),
+        "hand": lambda: peers.hand_merge_batch(spark, path),
+        "rewrite": lambda: peers.full_rewrite_batch(spark, path, "clustered"),
+    }
+    times = peers._timed(batches, appliers[mode]())
+    spark.stop()
+    for folder in (path, target, f"{path}__log"):
+        peers.clean(folder)
+    return times
+
+
+def summary(runs: dict[str, list[list[float]]]) -> list[str]:
+    """The lines that sum up ``runs`` (per mode, each round's seconds per batch)."""
+    lines = ["", "mode: medians of each round (their median); warm means, batches 3 on (their median)"]
+    medians = {mode: [statistics.median(times) for times in rounds] for mode, rounds in runs.items()}
+    for mode, rounds in runs.items():
+        warm = [statistics.mean(times[2:]) for times in rounds if len(times) > 2]
+        line = f"  {mode}: {' '.join(f'{m:.3f}' for m in medians[mode])} ({statistics.median(medians[mode]):.3f} s)"
+        if warm:
+            line += f"; warm {' '.join(f'{w:.3f}' for w in warm)} ({statistics.median(warm):.3f} s)"
+        lines.append(line)
+    for reference in (r for r in REFERENCES if r in runs):
+        lines.append(f"{reference} / mode, by the medians of each round (their median):")
+        for mode in runs:
+            if mode == reference:
+                continue
+            ratios = [r / m for r, m in zip(medians[reference], medians[mode], strict=False)]
+            lines.append(f"  {mode}: {' '.join(f'{x:.2f}' for x in ratios)} ({statistics.median(ratios):.2f}x)")
+    return lines
+
+
+def main(argv: Sequence[str]) -> int:
+    if argv[:1] == ["--one"]:
+        mode, count, kind, sf = argv[1], int(argv[2]), argv[3], float(argv[4])
+        print("FLOOR " + json.dumps(run_one(mode, count, kind, sf)), flush=True)
+        return 0
+    parser = argparse.ArgumentParser(prog="python -m bench.floor", description=__doc__.split("\n\n")[0])
+    parser.add_argument("modes", nargs="*", metavar="MODE", help=f"any of {', '.join(MODES)} (default: all)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--count", type=int, default=5)
+    parser.add_argument("--batches", default="uniform-0.1")
+    parser.add_argument("--sf", type=float, default=1.0)
+    args = parser.parse_args(argv)
+    modes = list(dict.fromkeys(args.modes or MODES))
+    unknown = [mode for mode in modes if mode not in MODES]
+    if unknown:
+        parser.error(f"unknown mode(s) {', '.join(unknown)}: choose from {', '.join(MODES)}")
+    runs: dict[str, list[list[float]]] = {mode: [] for mode in modes}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (HARNESS, os.environ.get("PYTHONPATH")) if p)}
+    began = time.perf_counter()
+    for number in range(1, args.rounds + 1):
+        for mode in modes:
+            command = [sys.executable, "-m", "bench.floor", "--one", mode, str(args.count), args.batches, str(args.sf)]
+            done = subprocess.run(command, capture_output=True, text=True, env=env, cwd="/tmp")
+            found = [line for line in done.stdout.splitlines() if line.startswith("FLOOR ")]
+            if done.returncode or not found:
+                print(f"round {number} {mode}: failed: {(done.stderr or done.stdout).strip()[-400:]}")
+                return 1
+            times = json.loads(found[-1][len("FLOOR ") :])
+            runs[mode].append(times)
+            print(f"round {number} {mode}: {times}", flush=True)
+    for line in summary(runs):
+        print(line)
+    print(f"\n({time.perf_counter() - began:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
