@@ -1,4 +1,4 @@
-"""How close a `log` batch is to the least any Spark batch could do:
+"""How close a `log` batch is to the least a Spark batch that classifies its changes does:
 ``python -m bench.floor [--rounds R] [--count N] [--batches KIND] [--sf SF] [MODE ...]``.
 
 Each round runs every mode once, in the order given, each in a fresh process and session
@@ -8,11 +8,17 @@ from ``/tmp/lakemerge-bench/sfSF`` (``python -m bench`` makes it; untimed) and `
 The modes:
 
 - ``append``: the batch's feed appended as it is to a Delta table beside the table, one commit.
-  Nothing is read of the table and nothing is checked: the least a batch could write to Delta.
-- ``lookup``: ``append`` plus the one read every correct upsert needs, the stored key and sequence
-  of each of the batch's keys (the table's key and sequence columns reduced to the batch's keys by a
-  broadcast semi-join, joined onto the batch), written beside the batch's rows. Without it no batch
-  can tell an insert from an update or a late change from a new one.
+  Nothing is read of the table and nothing is checked: the least a batch could write to Delta, and
+  what a merge-on-read design that resolves every key only when it is read would do.
+- ``bound``: ``append`` plus each change's stored sequence in the table as it was created (its key
+  and sequence columns reduced to the batch's keys by a broadcast semi-join; on ``recent`` batches,
+  whose keys are the newest, read only from the files whose key statistics meet the batch's smallest
+  to largest key, from the feed's Parquet footer). Not correct after the first batch, which it
+  never reads back: a lower bound, the one read of stored state a batch that classifies its changes
+  when it writes them cannot skip, from a table that never changes.
+- ``lookup``: the same over the table and every batch appended beside it before, newest sequence
+  per key: the least such a batch does correctly, written plainly with Spark and Delta. Nothing is
+  deduplicated, validated or counted, and no history of applied files is kept.
 - ``log``: lakemerge's ``apply_table`` in ``write_mode = "log"``, as the harness's ``lakemerge_log``.
 - ``hand`` and ``rewrite``: the harness's hand-written MERGE and full rewrite.
 
@@ -38,10 +44,12 @@ from bench.data import KEY
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-MODES = ("append", "lookup", "log", "hand", "rewrite")
+MODES = ("append", "bound", "lookup", "log", "hand", "rewrite")
 #: The modes each mode is compared with, when they ran.
 REFERENCES = ("hand", "rewrite")
 HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: Seconds one run (a session, the table's creation and its batches) may take.
+TIMEOUT = 1800
 
 
 def append_batch(spark: SparkSession, target: str) -> Callable[[str], None]:
@@ -53,23 +61,42 @@ def append_batch(spark: SparkSession, target: str) -> Callable[[str], None]:
     return apply
 
 
-def lookup_batch(spark: SparkSession, path: str, target: str) -> Callable[[str], None]:
-    """The ``lookup`` mode: each batch's rows with the stored sequence of their key in the table at
-    ``path`` (null where it holds none), appended to the Delta table at ``target``."""
+def lookup_batch(
+    spark: SparkSession, path: str, target: str, *, prune: bool = False, earlier: bool = True
+) -> Callable[[str], None]:
+    """The ``lookup`` mode: each batch's rows with the newest sequence of their key (null where none is
+    stored) in the table at ``path`` and the rows appended before to the Delta table at ``target``,
+    appended to ``target``; without ``earlier`` (the ``bound`` mode), in the table at ``path`` alone.
+    ``prune``: read only the files that may hold a key from the batch's smallest to its largest
+    (Delta skips the others by their statistics)."""
     from pyspark.sql import functions as F
 
     def apply(batch: str) -> None:
         changes = spark.read.parquet(batch)
-        keys = changes.select(KEY)
-        stored = (
-            spark.read.format("delta")
-            .load(path)
-            .select(KEY, F.col("seq").alias("stored_seq"))
-            .join(F.broadcast(keys), KEY, "left_semi")
+        stored = spark.read.format("delta").load(path).select(KEY, "seq")
+        if earlier and os.path.isdir(os.path.join(target, "_delta_log")):
+            stored = stored.unionByName(spark.read.format("delta").load(target).select(KEY, "seq"))
+        if prune:
+            low, high = key_bounds(batch)
+            stored = stored.filter(F.col(KEY).between(low, high))
+        newest = (
+            stored.join(F.broadcast(changes.select(KEY)), KEY, "left_semi")
+            .groupBy(KEY)
+            .agg(F.max("seq").alias("stored_seq"))
         )
-        changes.join(stored, KEY, "left").write.format("delta").mode("append").save(target)
+        changes.join(F.broadcast(newest), KEY, "left").write.format("delta").mode("append").save(target)
 
     return apply
+
+
+def key_bounds(batch: str) -> tuple[int, int]:
+    """The smallest and largest key of a Parquet file, from its footer's statistics."""
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+    meta = pq.ParquetFile(batch).metadata
+    column = meta.schema.names.index(KEY)
+    found = [meta.row_group(i).column(column).statistics for i in range(meta.num_row_groups)]
+    return min(f.min for f in found), max(f.max for f in found)
 
 
 def run_one(mode: str, count: int, kind: str, sf: float) -> list[float]:
@@ -81,19 +108,20 @@ def run_one(mode: str, count: int, kind: str, sf: float) -> list[float]:
     batches = [f"{root}/batch-{kind}-{n}.parquet" for n in range(1, count + 1)]
     spark = peers.session()
     path, target = "/tmp/lakemerge-bench/floor-table", "/tmp/lakemerge-bench/floor-table-beside"
-    for folder in (path, target, f"{path}__log"):
+    for folder in (path, target):
         peers.clean(folder)
     peers._create_delta(spark, f"{root}/orders.parquet", path, "clustered")
     appliers: dict[str, Callable[[], Callable[[str], None]]] = {
         "append": lambda: append_batch(spark, target),
-        "lookup": lambda: lookup_batch(spark, path, target),
+        "bound": lambda: lookup_batch(spark, path, target, prune=kind.startswith("recent"), earlier=False),
+        "lookup": lambda: lookup_batch(spark, path, target, prune=kind.startswith("recent")),
         "log": lambda: peers.lakemerge_batch(spark, path, "clustered", "log", batches[0]),
         "hand": lambda: peers.hand_merge_batch(spark, path),
         "rewrite": lambda: peers.full_rewrite_batch(spark, path, "clustered"),
     }
     times = peers._timed(batches, appliers[mode]())
     spark.stop()
-    for folder in (path, target, f"{path}__log"):
+    for folder in (path, target):
         peers.clean(folder)
     return times
 
@@ -108,20 +136,23 @@ def summary(runs: dict[str, list[list[float]]]) -> list[str]:
         if warm:
             line += f"; warm {' '.join(f'{w:.3f}' for w in warm)} ({statistics.median(warm):.3f} s)"
         lines.append(line)
-    for reference in (r for r in REFERENCES if r in runs):
+    for reference in (r for r in REFERENCES if r in runs and len(runs) > 1):
         lines.append(f"{reference} / mode, by the medians of each round (their median):")
         for mode in runs:
             if mode == reference:
                 continue
-            ratios = [r / m for r, m in zip(medians[reference], medians[mode], strict=False)]
+            ratios = [r / m for r, m in zip(medians[reference], medians[mode], strict=True)]
             lines.append(f"  {mode}: {' '.join(f'{x:.2f}' for x in ratios)} ({statistics.median(ratios):.2f}x)")
     return lines
 
 
 def main(argv: Sequence[str]) -> int:
     if argv[:1] == ["--one"]:
+        import lakemerge
+
         mode, count, kind, sf = argv[1], int(argv[2]), argv[3], float(argv[4])
-        print("FLOOR " + json.dumps(run_one(mode, count, kind, sf)), flush=True)
+        times = run_one(mode, count, kind, sf)
+        print("FLOOR " + json.dumps({"times": times, "library": lakemerge.__file__}), flush=True)
         return 0
     parser = argparse.ArgumentParser(prog="python -m bench.floor", description=__doc__.split("\n\n")[0])
     parser.add_argument("modes", nargs="*", metavar="MODE", help=f"any of {', '.join(MODES)} (default: all)")
@@ -134,20 +165,28 @@ def main(argv: Sequence[str]) -> int:
     unknown = [mode for mode in modes if mode not in MODES]
     if unknown:
         parser.error(f"unknown mode(s) {', '.join(unknown)}: choose from {', '.join(MODES)}")
+    if args.rounds < 1 or args.count < 3:
+        parser.error("--rounds must be at least 1 and --count at least 3 (batches 3 on are the warm ones)")
     runs: dict[str, list[list[float]]] = {mode: [] for mode in modes}
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (HARNESS, os.environ.get("PYTHONPATH")) if p)}
     began = time.perf_counter()
     for number in range(1, args.rounds + 1):
         for mode in modes:
             command = [sys.executable, "-m", "bench.floor", "--one", mode, str(args.count), args.batches, str(args.sf)]
-            done = subprocess.run(command, capture_output=True, text=True, env=env, cwd="/tmp")
+            try:
+                done = subprocess.run(command, capture_output=True, text=True, env=env, cwd="/tmp", timeout=TIMEOUT)
+            except subprocess.TimeoutExpired:
+                print(f"round {number} {mode}: no result in {TIMEOUT} s")
+                return 1
             found = [line for line in done.stdout.splitlines() if line.startswith("FLOOR ")]
             if done.returncode or not found:
                 print(f"round {number} {mode}: failed: {(done.stderr or done.stdout).strip()[-400:]}")
                 return 1
-            times = json.loads(found[-1][len("FLOOR ") :])
-            runs[mode].append(times)
-            print(f"round {number} {mode}: {times}", flush=True)
+            run = json.loads(found[-1][len("FLOOR ") :])
+            if not runs[mode] and mode == "log":
+                print(f"(lakemerge of {os.path.dirname(run['library'])})")
+            runs[mode].append(run["times"])
+            print(f"round {number} {mode}: {run['times']}", flush=True)
     for line in summary(runs):
         print(line)
     print(f"\n({time.perf_counter() - began:.0f} s)")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
@@ -13,33 +15,59 @@ from bench import floor
 def test_summary_takes_medians_per_round_and_ratios_to_the_references() -> None:
     runs = {
         "lookup": [[2.0, 0.6, 0.5, 0.4, 0.5], [2.0, 0.7, 0.6, 0.6, 0.6]],
-        "hand": [[6.0, 3.0, 3.0, 3.0, 3.0], [6.0, 3.6, 3.0, 3.0, 3.0]],
+        "hand": [[6.0, 3.0, 3.0, 3.0, 3.0], [6.0, 3.6, 3.3, 3.3, 3.0]],
     }
     lines = floor.summary(runs)
     assert "  lookup: 0.500 0.600 (0.550 s); warm 0.467 0.600 (0.533 s)" in lines
-    # hand / lookup per round: 3.0 / 0.5 and 3.0 / 0.6; nothing compares hand with itself.
-    assert "  lookup: 6.00 5.00 (5.50x)" in lines
+    # hand / lookup round by round: 3.0 / 0.5 and 3.3 / 0.6; nothing compares hand with itself.
+    assert "  lookup: 6.00 5.50 (5.75x)" in lines
     assert not any(line.startswith("  hand: ") and "x)" in line for line in lines)
     assert not any(line.startswith("rewrite / mode") for line in lines)
+    # A reference alone is compared with nothing.
+    assert not any("/ mode" in line for line in floor.summary({"hand": runs["hand"]}))
 
 
-def test_unknown_mode_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+def test_unknown_mode_and_too_few_batches_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         floor.main(["append", "merge"])
     assert "unknown mode(s) merge" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        floor.main(["--count", "2", "append"])
+    assert "--count at least 3" in capsys.readouterr().err
 
 
-def test_lookup_writes_each_change_with_its_stored_sequence(spark: object, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("prune", "earlier"), [(False, True), (True, True), (False, False)])
+def test_lookup_writes_each_change_with_its_newest_stored_sequence(
+    spark: object, tmp_path: Path, prune: bool, earlier: bool
+) -> None:
     from pyspark.sql import SparkSession
 
     assert isinstance(spark, SparkSession)
-    table, target, batch = str(tmp_path / "t"), str(tmp_path / "beside"), str(tmp_path / "b.parquet")
+    table, target = str(tmp_path / "t"), str(tmp_path / "beside")
     spark.createDataFrame([(1, 5), (2, 7), (3, 9)], "o_orderkey long, seq long").write.format("delta").save(table)
-    changes = [(2, 8, "U"), (4, 1, "U"), (3, 2, "D")]
-    spark.createDataFrame(changes, "o_orderkey long, seq long, op string").write.parquet(batch)
-    floor.lookup_batch(spark, table, target)(batch)
+
+    def batch(name: str, changes: list[tuple[int, int, str]]) -> str:
+        # One Parquet file, as the harness's batches are (DuckDB writes them).
+        path = str(tmp_path / f"{name}.parquet")
+        columns = dict(zip(["o_orderkey", "seq", "op"], map(list, zip(*changes, strict=True)), strict=True))
+        pq.write_table(pa.table(columns), path)
+        return path
+
+    lookup = floor.lookup_batch(spark, table, target, prune=prune, earlier=earlier)
+    lookup(batch("b1", [(2, 8, "U"), (4, 1, "U"), (3, 2, "D")]))
+    # The second batch sees the first one's rows (key 4's insert, key 2's update); the bound mode
+    # (``earlier=False``) sees the table alone.
+    lookup(batch("b2", [(4, 6, "U"), (2, 3, "U"), (5, 1, "U")]))
     rows = DeltaTable(target).to_pyarrow_table().to_pylist()
-    found = {r["o_orderkey"]: (r["seq"], r["op"], r["stored_seq"]) for r in rows}
-    assert found == {2: (8, "U", 7), 4: (1, "U", None), 3: (2, "D", 9)}
-    floor.append_batch(spark, target)(batch)
-    assert DeltaTable(target).to_pyarrow_table().num_rows == 6
+    found = sorted((r["o_orderkey"], r["seq"], r["op"], r["stored_seq"]) for r in rows)
+    assert found == [
+        (2, 3, "U", 8 if earlier else 7),
+        (2, 8, "U", 7),
+        (3, 2, "D", 9),
+        (4, 1, "U", None),
+        (4, 6, "U", 1 if earlier else None),
+        (5, 1, "U", None),
+    ]
+    assert floor.key_bounds(str(tmp_path / "b2.parquet")) == (2, 5)
+    floor.append_batch(spark, target)(str(tmp_path / "b1.parquet"))
+    assert DeltaTable(target).to_pyarrow_table().num_rows == 9
