@@ -36,7 +36,7 @@ def test_unknown_mode_and_too_few_batches_are_refused(capsys: pytest.CaptureFixt
     assert "--count at least 3" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("prune", "earlier"), [(False, True), (True, True), (False, False)])
+@pytest.mark.parametrize(("prune", "earlier"), [(False, True), (True, True), (False, False), (True, False)])
 def test_lookup_writes_each_change_with_its_newest_stored_sequence(
     spark: object, tmp_path: Path, prune: bool, earlier: bool
 ) -> None:
@@ -57,17 +57,19 @@ def test_lookup_writes_each_change_with_its_newest_stored_sequence(
     lookup(batch("b1", [(2, 8, "U"), (4, 1, "U"), (3, 2, "D")]))
     # The second batch sees the first one's rows (key 4's insert, key 2's update); the bound mode
     # (``earlier=False``) sees the table alone.
-    lookup(batch("b2", [(4, 6, "U"), (2, 3, "U"), (5, 1, "U")]))
+    # Key 3's stored row (sequence 9) is newer than the first batch's late delete of it (2).
+    lookup(batch("b2", [(4, 6, "U"), (2, 3, "U"), (5, 1, "U"), (3, 4, "U")]))
     rows = DeltaTable(target).to_pyarrow_table().to_pylist()
     found = sorted((r["o_orderkey"], r["seq"], r["op"], r["stored_seq"]) for r in rows)
     assert found == [
         (2, 3, "U", 8 if earlier else 7),
         (2, 8, "U", 7),
         (3, 2, "D", 9),
+        (3, 4, "U", 9),
         (4, 1, "U", None),
         (4, 6, "U", 1 if earlier else None),
         (5, 1, "U", None),
     ]
     assert floor.key_bounds(str(tmp_path / "b2.parquet")) == (2, 5)
     floor.append_batch(spark, target)(str(tmp_path / "b1.parquet"))
-    assert DeltaTable(target).to_pyarrow_table().num_rows == 9
+    assert DeltaTable(target).to_pyarrow_table().num_rows == 10
