@@ -76,9 +76,9 @@ def lookup_batch(
         stored = spark.read.format("delta").load(path).select(KEY, "seq")
         if earlier and os.path.isdir(os.path.join(target, "_delta_log")):
             stored = stored.unionByName(spark.read.format("delta").load(target).select(KEY, "seq"))
-        if prune:
-            low, high = key_bounds(batch)
-            stored = stored.filter(F.col(KEY).between(low, high))
+        bounds = key_bounds(batch) if prune else None
+        if bounds is not None:
+            stored = stored.filter(F.col(KEY).between(*bounds))
         newest = (
             stored.join(F.broadcast(changes.select(KEY)), KEY, "left_semi")
             .groupBy(KEY)
@@ -89,13 +89,16 @@ def lookup_batch(
     return apply
 
 
-def key_bounds(batch: str) -> tuple[int, int]:
-    """The smallest and largest key of a Parquet file, from its footer's statistics."""
+def key_bounds(batch: str) -> tuple[int, int] | None:
+    """The smallest and largest key of a Parquet file, from its footer's statistics (``None`` when a
+    row group has none: the batch is then read unpruned)."""
     import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
     meta = pq.ParquetFile(batch).metadata
     column = meta.schema.names.index(KEY)
     found = [meta.row_group(i).column(column).statistics for i in range(meta.num_row_groups)]
+    if not found or any(f is None or not f.has_min_max for f in found):
+        return None
     return min(f.min for f in found), max(f.max for f in found)
 
 

@@ -71,5 +71,8 @@ def test_lookup_writes_each_change_with_its_newest_stored_sequence(
         (5, 1, "U", None),
     ]
     assert floor.key_bounds(str(tmp_path / "b2.parquet")) == (2, 5)
+    bare = str(tmp_path / "bare.parquet")
+    pq.write_table(pa.table({"o_orderkey": [7, 3]}), bare, write_statistics=False)
+    assert floor.key_bounds(bare) is None
     floor.append_batch(spark, target)(str(tmp_path / "b1.parquet"))
     assert DeltaTable(target).to_pyarrow_table().num_rows == 10
