@@ -1,5 +1,5 @@
 """How close a `log` batch is to the least a Spark batch that classifies its changes does:
-``python -m bench.floor [--rounds R] [--count N] [--batches KIND] [--sf SF] [MODE ...]``.
+``python -m bench.floor [--rounds R] [--count N] [--batches KIND] [--sf SF] [--prune] [MODE ...]``.
 
 Each round runs every mode once, in the order given, each in a fresh process and session
 (:func:`bench.peers.session`, as the harness's peers get): the harness's clustered table is created
@@ -11,16 +11,19 @@ The modes:
   Nothing is read of the table and nothing is checked: the least a batch could write to Delta, and
   what a merge-on-read design that resolves every key only when it is read would do.
 - ``bound``: ``append`` plus each change's stored sequence in the table as it was created (its key
-  and sequence columns reduced to the batch's keys by a broadcast semi-join; on ``recent`` batches,
-  whose keys are the newest, read only from the files whose key statistics meet the batch's smallest
-  to largest key, from the feed's Parquet footer). Not correct after the first batch, which it
-  never reads back: a lower bound, the one read of stored state a batch that classifies its changes
-  when it writes them cannot skip, from a table that never changes.
+  and sequence columns reduced to the batch's keys by a broadcast semi-join). Not correct after the
+  first batch, which it never reads back: a lower bound, the one read of stored state a batch that
+  classifies its changes when it writes them cannot skip, from a table that never changes.
 - ``lookup``: the same over the table and every batch appended beside it before, newest sequence
-  per key: the least such a batch does correctly, written plainly with Spark and Delta. Nothing is
-  deduplicated, validated or counted, and no history of applied files is kept.
+  per key: such a batch done correctly, written plainly with Spark and Delta's own reader. Nothing
+  is deduplicated, validated or counted, and no history of applied files is kept.
 - ``log``: lakemerge's ``apply_table`` in ``write_mode = "log"``, as the harness's ``lakemerge_log``.
 - ``hand`` and ``rewrite``: the harness's hand-written MERGE and full rewrite.
+
+With ``--prune``, ``bound`` and ``lookup`` read only the files whose key statistics meet the batch's
+smallest to largest key (from the feed's Parquet footer): on ``recent`` batches the table's newest
+file or two. The bounds are literals in the plan, new code for Spark to compile every batch: on
+``recent`` batches that cost both modes more than the files it skips saved (bench/RESULTS.md).
 
 Prints each run's seconds per batch, then per mode the median of each run's batches (what the
 harness reports), the mean of batches 3 to ``N`` ("warm"), and each round's ratio of ``hand`` and of
@@ -102,9 +105,10 @@ def key_bounds(batch: str) -> tuple[int, int] | None:
     return min(f.min for f in found), max(f.max for f in found)
 
 
-def run_one(mode: str, count: int, kind: str, sf: float) -> list[float]:
+def run_one(mode: str, count: int, kind: str, sf: float, prune: bool = False) -> list[float]:
     """Create the clustered table and apply ``count`` batches in ``mode`` in this process: each batch's
-    seconds."""
+    seconds. ``prune``: ``bound`` and ``lookup`` read only the files that may hold the batch's key
+    range (see :func:`lookup_batch`)."""
     from bench import peers
 
     root = f"/tmp/lakemerge-bench/sf{sf:g}"
@@ -116,8 +120,8 @@ def run_one(mode: str, count: int, kind: str, sf: float) -> list[float]:
     peers._create_delta(spark, f"{root}/orders.parquet", path, "clustered")
     appliers: dict[str, Callable[[], Callable[[str], None]]] = {
         "append": lambda: append_batch(spark, target),
-        "bound": lambda: lookup_batch(spark, path, target, prune=kind.startswith("recent"), earlier=False),
-        "lookup": lambda: lookup_batch(spark, path, target, prune=kind.startswith("recent")),
+        "bound": lambda: lookup_batch(spark, path, target, prune=prune, earlier=False),
+        "lookup": lambda: lookup_batch(spark, path, target, prune=prune),
         "log": lambda: peers.lakemerge_batch(spark, path, "clustered", "log", batches[0]),
         "hand": lambda: peers.hand_merge_batch(spark, path),
         "rewrite": lambda: peers.full_rewrite_batch(spark, path, "clustered"),
@@ -153,8 +157,8 @@ def main(argv: Sequence[str]) -> int:
     if argv[:1] == ["--one"]:
         import lakemerge
 
-        mode, count, kind, sf = argv[1], int(argv[2]), argv[3], float(argv[4])
-        times = run_one(mode, count, kind, sf)
+        mode, count, kind, sf, prune = argv[1], int(argv[2]), argv[3], float(argv[4]), argv[5] == "prune"
+        times = run_one(mode, count, kind, sf, prune)
         print("FLOOR " + json.dumps({"times": times, "library": lakemerge.__file__}), flush=True)
         return 0
     parser = argparse.ArgumentParser(prog="python -m bench.floor", description=__doc__.split("\n\n")[0])
@@ -163,6 +167,11 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--count", type=int, default=5)
     parser.add_argument("--batches", default="uniform-0.1")
     parser.add_argument("--sf", type=float, default=1.0)
+    parser.add_argument(
+        "--prune",
+        action="store_true",
+        help="bound and lookup read only the files that may hold the batch's key range (new literals every batch)",
+    )
     args = parser.parse_args(argv)
     modes = list(dict.fromkeys(args.modes or MODES))
     unknown = [mode for mode in modes if mode not in MODES]
@@ -176,6 +185,7 @@ def main(argv: Sequence[str]) -> int:
     for number in range(1, args.rounds + 1):
         for mode in modes:
             command = [sys.executable, "-m", "bench.floor", "--one", mode, str(args.count), args.batches, str(args.sf)]
+            command.append("prune" if args.prune else "whole")
             try:
                 done = subprocess.run(command, capture_output=True, text=True, env=env, cwd="/tmp", timeout=TIMEOUT)
             except subprocess.TimeoutExpired:
