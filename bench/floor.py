@@ -53,6 +53,8 @@ REFERENCES = ("hand", "rewrite")
 HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: Seconds one run (a session, the table's creation and its batches) may take.
 TIMEOUT = 1800
+#: The harness's data folder (``python -m bench --data``'s default), where the tables go too.
+DATA = "/tmp/lakemerge-bench"
 
 
 def append_batch(spark: SparkSession, target: str) -> Callable[[str], None]:
@@ -111,10 +113,10 @@ def run_one(mode: str, count: int, kind: str, sf: float, prune: bool = False) ->
     range (see :func:`lookup_batch`)."""
     from bench import peers
 
-    root = f"/tmp/lakemerge-bench/sf{sf:g}"
+    root = f"{DATA}/sf{sf:g}"
     batches = [f"{root}/batch-{kind}-{n}.parquet" for n in range(1, count + 1)]
     spark = peers.session()
-    path, target = "/tmp/lakemerge-bench/floor-table", "/tmp/lakemerge-bench/floor-table-beside"
+    path, target = f"{DATA}/floor-table", f"{DATA}/floor-table-beside"
     for folder in (path, target):
         peers.clean(folder)
     peers._create_delta(spark, f"{root}/orders.parquet", path, "clustered")
@@ -151,6 +153,12 @@ def summary(runs: dict[str, list[list[float]]]) -> list[str]:
             ratios = [r / m for r, m in zip(medians[reference], medians[mode], strict=True)]
             lines.append(f"  {mode}: {' '.join(f'{x:.2f}' for x in ratios)} ({statistics.median(ratios):.2f}x)")
     return lines
+
+
+def _shown(folder: str) -> str:
+    """``folder`` relative to the checkout this harness is in, when it lies inside it."""
+    inside = os.path.commonpath([os.path.abspath(folder), HARNESS]) == HARNESS
+    return os.path.relpath(folder, HARNESS) if inside else folder
 
 
 def main(argv: Sequence[str]) -> int:
@@ -197,7 +205,7 @@ def main(argv: Sequence[str]) -> int:
                 return 1
             run = json.loads(found[-1][len("FLOOR ") :])
             if not runs[mode] and mode == "log":
-                print(f"(lakemerge of {os.path.dirname(run['library'])})")
+                print(f"(lakemerge of {_shown(os.path.dirname(run['library']))})")
             runs[mode].append(run["times"])
             print(f"round {number} {mode}: {run['times']}", flush=True)
     for line in summary(runs):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -76,3 +77,9 @@ def test_lookup_writes_each_change_with_its_newest_stored_sequence(
     assert floor.key_bounds(bare) is None
     floor.append_batch(spark, target)(str(tmp_path / "b1.parquet"))
     assert DeltaTable(target).to_pyarrow_table().num_rows == 10
+
+
+def test_the_library_is_named_relative_to_the_checkout() -> None:
+    inside = os.path.join(floor.HARNESS, "src", "lakemerge")
+    assert floor._shown(inside) == os.path.join("src", "lakemerge")
+    assert floor._shown("/elsewhere/lakemerge") == "/elsewhere/lakemerge"
