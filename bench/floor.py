@@ -17,6 +17,9 @@ The modes:
 - ``lookup``: the same over the table and every batch appended beside it before, newest sequence
   per key: such a batch done correctly, written plainly with Spark and Delta's own reader. Nothing
   is deduplicated, validated or counted, and no history of applied files is kept.
+- ``kept``: ``lookup`` with the stored keys and sequences kept in the session's memory between
+  batches: the table's cached at the first batch, each batch's as it is appended. What a process
+  that keeps its table's keys (and is its only writer) would read instead of Delta.
 - ``log``: lakemerge's ``apply_table`` in ``write_mode = "log"``, as the harness's ``lakemerge_log``.
 - ``hand`` and ``rewrite``: the harness's hand-written MERGE and full rewrite.
 
@@ -45,9 +48,9 @@ from typing import TYPE_CHECKING
 from bench.data import KEY
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
-MODES = ("append", "bound", "lookup", "log", "hand", "rewrite")
+MODES = ("append", "bound", "lookup", "kept", "log", "hand", "rewrite")
 #: The modes each mode is compared with, when they ran.
 REFERENCES = ("hand", "rewrite")
 HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -94,6 +97,38 @@ def lookup_batch(
     return apply
 
 
+def kept_batch(
+    spark: SparkSession, path: str, target: str, kept: list[DataFrame] | None = None
+) -> Callable[[str], None]:
+    """The ``kept`` mode: ``lookup`` reading the stored keys and sequences from the session's memory
+    instead of from Delta: the table's key and sequence columns, cached as the first batch reads
+    them (that batch pays for the fill), and each batch's own, cached as it is appended. What a
+    process applying batch after batch to a table no one else writes could keep between batches.
+    ``kept``: where the cached frames are listed (the caller may unpersist them)."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    cached: list[DataFrame] = [] if kept is None else kept
+
+    def apply(batch: str) -> None:
+        if not cached:
+            table = spark.read.format("delta").load(path).select(KEY, "seq")
+            cached.append(table.persist(StorageLevel.MEMORY_ONLY))
+        changes = spark.read.parquet(batch)
+        stored = cached[0]
+        for more in cached[1:]:
+            stored = stored.unionByName(more)
+        newest = (
+            stored.join(F.broadcast(changes.select(KEY)), KEY, "left_semi")
+            .groupBy(KEY)
+            .agg(F.max("seq").alias("stored_seq"))
+        )
+        changes.join(F.broadcast(newest), KEY, "left").write.format("delta").mode("append").save(target)
+        cached.append(changes.select(KEY, "seq").persist(StorageLevel.MEMORY_ONLY))
+
+    return apply
+
+
 def key_bounds(batch: str) -> tuple[int, int] | None:
     """The smallest and largest key of a Parquet file, from its footer's statistics (``None`` when a
     row group has none: the batch is then read unpruned)."""
@@ -124,6 +159,7 @@ def run_one(mode: str, count: int, kind: str, sf: float, prune: bool = False) ->
         "append": lambda: append_batch(spark, target),
         "bound": lambda: lookup_batch(spark, path, target, prune=prune, earlier=False),
         "lookup": lambda: lookup_batch(spark, path, target, prune=prune),
+        "kept": lambda: kept_batch(spark, path, target),
         "log": lambda: peers.lakemerge_batch(spark, path, "clustered", "log", batches[0]),
         "hand": lambda: peers.hand_merge_batch(spark, path),
         "rewrite": lambda: peers.full_rewrite_batch(spark, path, "clustered"),

@@ -37,9 +37,12 @@ def test_unknown_mode_and_too_few_batches_are_refused(capsys: pytest.CaptureFixt
     assert "--count at least 3" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("prune", "earlier"), [(False, True), (True, True), (False, False), (True, False)])
+@pytest.mark.parametrize(
+    ("mode", "prune"),
+    [("lookup", False), ("lookup", True), ("bound", False), ("bound", True), ("kept", False)],
+)
 def test_lookup_writes_each_change_with_its_newest_stored_sequence(
-    spark: object, tmp_path: Path, prune: bool, earlier: bool
+    spark: object, tmp_path: Path, mode: str, prune: bool
 ) -> None:
     from pyspark.sql import SparkSession
 
@@ -54,12 +57,21 @@ def test_lookup_writes_each_change_with_its_newest_stored_sequence(
         pq.write_table(pa.table(columns), path)
         return path
 
-    lookup = floor.lookup_batch(spark, table, target, prune=prune, earlier=earlier)
+    earlier = mode != "bound"
+    kept: list[object] = []
+    if mode == "kept":
+        lookup = floor.kept_batch(spark, table, target, kept)  # type: ignore[arg-type]
+    else:
+        lookup = floor.lookup_batch(spark, table, target, prune=prune, earlier=earlier)
     lookup(batch("b1", [(2, 8, "U"), (4, 1, "U"), (3, 2, "D")]))
     # The second batch sees the first one's rows (key 4's insert, key 2's update); the bound mode
-    # (``earlier=False``) sees the table alone.
+    # sees the table alone, and the kept mode the first batch's rows from memory.
     # Key 3's stored row (sequence 9) is newer than the first batch's late delete of it (2).
     lookup(batch("b2", [(4, 6, "U"), (2, 3, "U"), (5, 1, "U"), (3, 4, "U")]))
+    # The kept mode read the table once and each batch as it was appended: table and two batches.
+    assert len(kept) == (3 if mode == "kept" else 0)
+    for frame in kept:
+        frame.unpersist()  # type: ignore[attr-defined]
     rows = DeltaTable(target).to_pyarrow_table().to_pylist()
     found = sorted((r["o_orderkey"], r["seq"], r["op"], r["stored_seq"]) for r in rows)
     assert found == [
