@@ -18,8 +18,8 @@ The modes:
   per key: such a batch done correctly, written plainly with Spark and Delta's own reader. Nothing
   is deduplicated, validated or counted, and no history of applied files is kept.
 - ``kept``: ``lookup`` with the stored keys and sequences kept in the session's memory between
-  batches: the table's cached at the first batch, each batch's as it is appended. What a process
-  that keeps its table's keys (and is its only writer) would read instead of Delta.
+  batches: the table's cached at the first batch, each batch's rows as its write reads them. What
+  a process that keeps its table's keys (and is its only writer) would read instead of Delta.
 - ``log``: lakemerge's ``apply_table`` in ``write_mode = "log"``, as the harness's ``lakemerge_log``.
 - ``hand`` and ``rewrite``: the harness's hand-written MERGE and full rewrite.
 
@@ -102,9 +102,10 @@ def kept_batch(
 ) -> Callable[[str], None]:
     """The ``kept`` mode: ``lookup`` reading the stored keys and sequences from the session's memory
     instead of from Delta: the table's key and sequence columns, cached as the first batch reads
-    them (that batch pays for the fill), and each batch's own, cached as it is appended. What a
-    process applying batch after batch to a table no one else writes could keep between batches.
-    ``kept``: where the cached frames are listed (the caller may unpersist them)."""
+    them (that batch pays for the fill), and each batch's rows, cached as its own write reads them.
+    What a process applying batch after batch to a table no one else writes could keep between
+    batches (``MEMORY_ONLY``: a partition evicted would be read again from its files). ``kept``:
+    where the cached frames are listed, the table's first (the caller may unpersist them)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -114,17 +115,17 @@ def kept_batch(
         if not cached:
             table = spark.read.format("delta").load(path).select(KEY, "seq")
             cached.append(table.persist(StorageLevel.MEMORY_ONLY))
-        changes = spark.read.parquet(batch)
+        changes = spark.read.parquet(batch).persist(StorageLevel.MEMORY_ONLY)
         stored = cached[0]
         for more in cached[1:]:
-            stored = stored.unionByName(more)
+            stored = stored.unionByName(more.select(KEY, "seq"))
         newest = (
             stored.join(F.broadcast(changes.select(KEY)), KEY, "left_semi")
             .groupBy(KEY)
             .agg(F.max("seq").alias("stored_seq"))
         )
         changes.join(F.broadcast(newest), KEY, "left").write.format("delta").mode("append").save(target)
-        cached.append(changes.select(KEY, "seq").persist(StorageLevel.MEMORY_ONLY))
+        cached.append(changes)
 
     return apply
 
