@@ -69,6 +69,20 @@ def append_batch(spark: SparkSession, target: str) -> Callable[[str], None]:
     return apply
 
 
+def append_with_newest(changes: DataFrame, stored: DataFrame, target: str) -> None:
+    """Append ``changes`` to the Delta table at ``target`` with a ``stored_seq`` column: the greatest
+    ``seq`` of their key in ``stored`` (key and sequence columns), null where it holds none; both
+    joins broadcast the batch's side."""
+    from pyspark.sql import functions as F
+
+    newest = (
+        stored.join(F.broadcast(changes.select(KEY)), KEY, "left_semi")
+        .groupBy(KEY)
+        .agg(F.max("seq").alias("stored_seq"))
+    )
+    changes.join(F.broadcast(newest), KEY, "left").write.format("delta").mode("append").save(target)
+
+
 def lookup_batch(
     spark: SparkSession, path: str, target: str, *, prune: bool = False, earlier: bool = True
 ) -> Callable[[str], None]:
@@ -87,12 +101,7 @@ def lookup_batch(
         bounds = key_bounds(batch) if prune else None
         if bounds is not None:
             stored = stored.filter(F.col(KEY).between(*bounds))
-        newest = (
-            stored.join(F.broadcast(changes.select(KEY)), KEY, "left_semi")
-            .groupBy(KEY)
-            .agg(F.max("seq").alias("stored_seq"))
-        )
-        changes.join(F.broadcast(newest), KEY, "left").write.format("delta").mode("append").save(target)
+        append_with_newest(changes, stored, target)
 
     return apply
 
@@ -107,7 +116,6 @@ def kept_batch(
     batches (``MEMORY_ONLY``: a partition evicted would be read again from its files). ``kept``:
     where the cached frames are listed, the table's first (the caller may unpersist them)."""
     from pyspark import StorageLevel
-    from pyspark.sql import functions as F
 
     cached: list[DataFrame] = [] if kept is None else kept
 
@@ -119,12 +127,7 @@ def kept_batch(
         stored = cached[0]
         for more in cached[1:]:
             stored = stored.unionByName(more.select(KEY, "seq"))
-        newest = (
-            stored.join(F.broadcast(changes.select(KEY)), KEY, "left_semi")
-            .groupBy(KEY)
-            .agg(F.max("seq").alias("stored_seq"))
-        )
-        changes.join(F.broadcast(newest), KEY, "left").write.format("delta").mode("append").save(target)
+        append_with_newest(changes, stored, target)
         cached.append(changes)
 
     return apply
