@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from importlib import metadata as _metadata
+
 from lakemerge.api import (
     apply,
     apply_table,
@@ -26,6 +28,7 @@ from lakemerge.errors import (
     ConfigError,
     ConflictError,
     InputError,
+    InstallationError,
     LakemergeError,
     SchemaError,
     TableError,
@@ -38,7 +41,10 @@ from lakemerge.table.quarantine import QuarantinedRow
 from lakemerge.table.rollback import RollbackResult
 from lakemerge.table.vacuum import VacuumResult
 
-__version__ = "0.1.0"
+try:  # the version is written once, in pyproject.toml
+    __version__ = _metadata.version("lakemerge")
+except _metadata.PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "AccountingError",
@@ -53,6 +59,7 @@ __all__ = [
     "GroupConfig",
     "GroupPoint",
     "InputError",
+    "InstallationError",
     "LakemergeError",
     "PipelineConfig",
     "QuarantinedRow",

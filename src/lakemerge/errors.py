@@ -75,6 +75,24 @@ class ConflictError(LakemergeError):
     exit_code = 4
 
 
+class InstallationError(LakemergeError):
+    """A file that lakemerge ships inside its package is missing: the installation is broken.
+
+    Attributes:
+        packaged: the missing file, as a path inside the installed package.
+    """
+
+    exit_code = 1
+
+    def __init__(self, packaged: str) -> None:
+        super().__init__(
+            f"lakemerge's installation is broken: its packaged file {packaged} is missing; "
+            "reinstall it (pip install --force-reinstall lakemerge, or pip install --force-reinstall . "
+            "from a checkout)"
+        )
+        self.packaged = packaged
+
+
 class AccountingError(LakemergeError):
     """Internal check failed: the batch's row counts do not add up. Never committed."""
 

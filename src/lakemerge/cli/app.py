@@ -65,7 +65,8 @@ def _handled(func: F) -> F:
             from lakemerge.spark.errors import first_line
 
             output.err.print(
-                f"[bold red]internal error:[/] {type(exc).__name__}: {first_line(exc)} (run with -v for the traceback)",
+                f"[bold red]internal error:[/] {first_line(exc)} (a bug in lakemerge: run with -v for the traceback, "
+                "and report it)",
                 soft_wrap=True,
             )
             raise typer.Exit(1) from None

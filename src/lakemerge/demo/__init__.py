@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lakemerge import packaged
 from lakemerge.batch import apply_table
 from lakemerge.config.properties_file import load_properties
 from lakemerge.results import BatchResult, CommitInfo
@@ -48,19 +48,18 @@ def run_demo(workdir: str | Path, *, spark: SparkSession) -> DemoResult:
         if stale.exists():
             shutil.rmtree(stale)
     landing.mkdir(parents=True)
-    data = resources.files("lakemerge.demo").joinpath("data")
     props = root / "mutator.properties"
-    props.write_text(resources.files("lakemerge.demo").joinpath("mutator.properties").read_text())
+    props.write_text(packaged.read_text("lakemerge.demo", "mutator.properties"))
 
     def table(inputs: list[str]) -> Any:
         return load_properties(
             props, table_path=str(table_path), inputs=inputs, name="products", columns=COLUMNS, types=TYPES
         )
 
-    (landing / MASTER).write_text(data.joinpath(MASTER).read_text())
+    (landing / MASTER).write_text(packaged.read_text("lakemerge.demo", f"data/{MASTER}"))
     first = apply_table(table([str(landing)]), spark=spark)
     for name in INCREMENTAL:
-        (landing / name).write_text(data.joinpath(name).read_text())
+        (landing / name).write_text(packaged.read_text("lakemerge.demo", f"data/{name}"))
     second = apply_table(table([str(landing)]), spark=spark)
     assert second.version is not None
     pairs = inspect.changed_records(spark, str(table_path), second.version, key=("product_id",))

@@ -13,10 +13,10 @@ import shlex
 import sys
 import tempfile
 from collections.abc import Iterator
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lakemerge import packaged
 from lakemerge.config.models import SparkSettings
 from lakemerge.spark import localfs
 
@@ -219,7 +219,7 @@ def get_spark(settings: SparkSettings | None = None, *, verbose: bool = False) -
 
     conf = session_conf(settings)
     if not verbose:
-        log_conf = resources.files("lakemerge.spark").joinpath("log4j2.properties")
+        log_conf = _log_configuration(Path(log_file).parent)
         java_opts = " ".join(
             _quoted_option(o) for o in (f"-Dlog4j2.configurationFile={log_conf}", f"-Dlakemerge.log.file={log_file}")
         )
@@ -235,6 +235,18 @@ def get_spark(settings: SparkSettings | None = None, *, verbose: bool = False) -
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _log_configuration(folder: Path) -> Path:
+    """The packaged log4j configuration as a file the JVM can read, written into ``folder`` (beside
+    the log): the package itself may be a zip archive, whose members the JVM cannot open."""
+    text = packaged.read_text("lakemerge.spark", "log4j2.properties")
+    target = folder / "log4j2.properties"
+    if not target.exists() or target.read_text(encoding="utf-8") != text:
+        staged = folder / f".log4j2.properties.{os.getpid()}"
+        staged.write_text(text, encoding="utf-8")
+        staged.replace(target)  # atomic: a JVM starting meanwhile reads the old file or the new one
+    return target
 
 
 @contextlib.contextmanager
