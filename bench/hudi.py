@@ -73,7 +73,7 @@ def engine_conf(base: dict[str, str]) -> dict[str, str]:
     peer) that are not Delta's: the UI off, shuffle partitions, the time zone, the code cache, the
     driver's memory and JVM options (collector, compiler thresholds), and Hadoop's ``FileContext``
     without side files (which only Delta's log writes through)."""
-    from lakemerge.config.models import SparkSettings
+    from lakemerge.config.spark import SparkSettings
     from lakemerge.spark.session import session_conf
 
     conf = session_conf(SparkSettings(master="local[2]", conf=base))

@@ -8,7 +8,7 @@ and its log three ways:
 
 - ``all``: every file the table and its log hold now;
 - ``read``: the files the batch reads (lakemerge's key ranges against the files' statistics; taken
-  from the batch's own reads of its sides, ``lakemerge.apply.log.read_sides``; "not measured" where a
+  from the batch's own reads of its sides, ``lakemerge.table.logview.read_sides``; "not measured" where a
   side was read through Delta's own file skipping, whose files are not known before the read, as on
   a table of 50 files or more);
 - ``indexed``: the files that hold at least one of the batch's keys, what a perfect index would read
@@ -94,8 +94,8 @@ def run_cell(spark: Any, cell: str, sf: float, batches: int) -> list[Counts]:
 
     from bench import peers
     from bench.data import KEY
-    from lakemerge.apply import log
-    from lakemerge.table import delta
+    from lakemerge.table import logview as log
+    from lakemerge.table import stats
 
     layout, kind, percent = cell.split("@", 1)[0].split(":")
     root = f"/tmp/lakemerge-bench/sf{sf:g}"
@@ -106,7 +106,7 @@ def run_cell(spark: Any, cell: str, sf: float, batches: int) -> list[Counts]:
     apply = peers.lakemerge_batch(spark, path, layout, "log", feeds[0])
     read: set[str] = set()
     unknown: list[str] = []
-    listed, sides = delta.read_listed, log.read_sides
+    listed, sides = stats.read_listed, log.read_sides
     reading_sides = False
 
     @functools.wraps(listed)
@@ -130,7 +130,7 @@ def run_cell(spark: Any, cell: str, sf: float, batches: int) -> list[Counts]:
 
     con = duckdb.connect()
     counts = []
-    delta.read_listed, log.read_sides = recording, side_reads
+    stats.read_listed, log.read_sides = recording, side_reads
     try:
         for feed in feeds:
             files = _active_files(path)
@@ -144,7 +144,7 @@ def run_cell(spark: Any, cell: str, sf: float, batches: int) -> list[Counts]:
                 raise RuntimeError(f"the batch read files that were not the table's before it: {sorted(strays)[:3]}")
             counts.append(_measure(con, files, None if unknown else set(read), feed, KEY))
     finally:
-        delta.read_listed, log.read_sides = listed, sides
+        stats.read_listed, log.read_sides = listed, sides
         peers.clean(path)
     return counts
 

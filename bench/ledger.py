@@ -17,14 +17,14 @@ import time
 import uuid
 from pathlib import Path
 
-from lakemerge.table import delta
+from lakemerge.table import ledger
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--commits", type=int, nargs="+", default=[100, 300, 1000])
     args = parser.parse_args()
-    from lakemerge.config.models import SparkSettings
+    from lakemerge.config.spark import SparkSettings
     from lakemerge.spark import get_spark
 
     spark = get_spark(SparkSettings(master="local[2]", app_name="bench-ledger"))
@@ -41,21 +41,21 @@ def main() -> None:
                 "txn_version": number,
                 "files": [{"path": f"/landing/f{number:06d}.csv", "size": 100, "modified": number}],
             }
-            with delta.commit_record(spark, record, txn_version=None):
+            with ledger.commit_record(spark, record, txn_version=None):
                 spark.sql(f"ALTER TABLE delta.`{quoted}` SET TBLPROPERTIES ('bench.n' = '{number}')")
 
         for number in range(1, count + 1):
             commit(number)
         full, kept = [], []
         for _ in range(3):
-            delta._WALKS.clear()
+            ledger._WALKS.clear()
             started = time.perf_counter()
-            delta.ledger(spark, path)
+            ledger.ledger(spark, path)
             full.append(time.perf_counter() - started)
         for extra in range(3):
             commit(count + 1 + extra)
             started = time.perf_counter()
-            delta.ledger(spark, path)
+            ledger.ledger(spark, path)
             kept.append(time.perf_counter() - started)
         print(f"| {count} | {statistics.median(full):.2f} s | {statistics.median(kept):.2f} s |", flush=True)
     spark.stop()

@@ -21,7 +21,7 @@ from bench.data import DATE, KEY
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from lakemerge.config.models import TableConfig
+    from lakemerge.config.table import TableConfig
 
 ICEBERG_PACKAGE = "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0"
 #: Layouts: rows in random order (files span every key), sorted by key (tight key ranges per
@@ -43,7 +43,7 @@ BASE_CONF = {
 def session(*, iceberg: bool = False, driver_memory: str = "2g", extra: dict[str, str] | None = None) -> SparkSession:
     """A fresh local session with Delta (and Iceberg when asked), the same for every peer (``extra``:
     settings of a diagnostic run, never of the harness)."""
-    from lakemerge.config.models import SparkSettings
+    from lakemerge.config.spark import SparkSettings
     from lakemerge.spark import get_spark
 
     conf = {**BASE_CONF, "spark.driver.memory": driver_memory}
@@ -102,7 +102,8 @@ def _timed(batches: Sequence[str], apply: Callable[[str], Any]) -> list[float]:
 
 def lakemerge_table(path: str, layout: str, mode: str, feed: str) -> TableConfig:
     """The table as every lakemerge peer configures it."""
-    from lakemerge.config.models import FeedConfig, TableConfig
+    from lakemerge.config.feed import FeedConfig
+    from lakemerge.config.table import TableConfig
 
     return TableConfig(
         name="orders",
@@ -305,7 +306,7 @@ def spark_checksum(spark: SparkSession, peer: str, path: str) -> dict[str, int]:
     elif peer.startswith("iceberg"):
         frame = spark.table(f"bench.db.orders_{peer.split('_')[1]}")
     elif peer == "lakemerge_log":
-        from lakemerge.apply import log
+        from lakemerge.table import logview as log
 
         merged = log.read_merged(spark, lakemerge_table(path, "clustered", "log", path))
         assert merged is not None

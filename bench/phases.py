@@ -19,8 +19,9 @@ from bench import peers
 def main(argv: list[str]) -> int:
     source, layout, *batches = argv
     mode = os.environ.get("BENCH_WRITE_MODE", "copy_on_write")
-    from lakemerge import batch as lm
-    from lakemerge.config.models import FeedConfig, TableConfig
+    from lakemerge.batch import attempts as lm
+    from lakemerge.config.feed import FeedConfig
+    from lakemerge.config.table import TableConfig
 
     spark = peers.session()
     path = os.path.join(os.path.dirname(source), "phases-table")

@@ -23,7 +23,7 @@ ROUNDS = 15
 
 
 def measure(partitions: str, files: int) -> None:
-    from lakemerge.config.models import SparkSettings
+    from lakemerge.config.spark import SparkSettings
     from lakemerge.spark import get_spark
 
     conf = {"spark.databricks.delta.snapshotPartitions": partitions}

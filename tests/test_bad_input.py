@@ -244,7 +244,7 @@ def test_bad_input(spark: object, tmp_path: Path, case: Case, monkeypatch: pytes
                 Path(f.path.removeprefix("file:")).unlink()
             return original(spark, feed, files, **kwargs)  # type: ignore[arg-type]
 
-        monkeypatch.setattr("lakemerge.plan.read_feed", vanish)
+        monkeypatch.setattr("lakemerge.batch.read.read_feed", vanish)
     inputs = case.inputs(tmp_path) if case.inputs else None
 
     if case.error is not None:

@@ -131,7 +131,7 @@ def test_register_names_existing_tables_and_skips_tables_not_made_yet(spark: Any
     code, out = cli("register", str(pipeline), "-t", made)
     assert code == 0 and "already registered" in out, out
     with pytest.raises(lakemerge.TableError, match="apply a batch first"):
-        from lakemerge.table.catalog import register
+        from lakemerge.operations.catalog import register
 
         register(spark, config.table(unmade).model_copy(update={"catalog_name": "default.x"}))
 

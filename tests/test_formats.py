@@ -186,7 +186,7 @@ def test_a_parquet_feed_has_spark_s_inferred_schema_without_its_inference_job(sp
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from lakemerge.feeds import readers
+    from lakemerge.feeds import formats
 
     folder = tmp_path / "in"
     spark.sql(
@@ -212,16 +212,16 @@ def test_a_parquet_feed_has_spark_s_inferred_schema_without_its_inference_job(sp
 
     found: list[Any] = []
     for chosen in (paths, paths[:1]):
-        assert jobs_of(spark, lambda c=chosen: found.append(readers.parquet_schema(spark, c))) == []
+        assert jobs_of(spark, lambda c=chosen: found.append(formats.parquet_schema(spark, c))) == []
         assert found[-1] == spark_s(chosen)
     reads: list[Any] = []
-    assert jobs_of(spark, lambda: reads.append(readers.read_columnar(spark, "parquet", paths))) == []
+    assert jobs_of(spark, lambda: reads.append(formats.read_columnar(spark, "parquet", paths))) == []
     (read,) = reads
     assert read.columns == ("id", "seq", "price", "at", "nested")
     assert sorted(r["id"] for r in read.frame.collect()) == [1, 2]
     spark.conf.set("spark.sql.parquet.mergeSchema", "true")
     try:
-        assert readers.parquet_schema(spark, paths) is None
-        assert "extra" in readers.read_columnar(spark, "parquet", paths).columns
+        assert formats.parquet_schema(spark, paths) is None
+        assert "extra" in formats.read_columnar(spark, "parquet", paths).columns
     finally:
         spark.conf.unset("spark.sql.parquet.mergeSchema")

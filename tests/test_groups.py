@@ -80,8 +80,8 @@ def test_group_point_moves_only_when_every_table_committed(spark: object, tmp_pa
     assert [r.table for r in results] == ["lines"]
     result = runner.invoke(app, ["snapshot", str(tmp_path / "p.toml"), "--json"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["sales"]["versions"] == {"orders": 1, "lines": 1}
-    assert json.loads(result.output)["sales"]["point"] == 2
+    assert json.loads(result.output)["groups"]["sales"]["versions"] == {"orders": 1, "lines": 1}
+    assert json.loads(result.output)["groups"]["sales"]["point"] == 2
 
 
 @pytest.mark.parametrize(

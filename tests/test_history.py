@@ -378,7 +378,7 @@ def test_scd2_crash_after_the_tombstones_then_rerun_equals_the_oracle(
 ) -> None:
     """A crash between the tombstone append and the table commit, then a rerun: the history of a
     run that never crashed (the crashed batch's tombstones count for nothing)."""
-    from lakemerge.apply import scd2
+    from lakemerge.write import scd2
 
     batches = [
         [[{"id": 1, "seq": 1, "op": "U", "name": "a"}, {"id": 2, "seq": 1, "op": "U", "name": "b"}]],

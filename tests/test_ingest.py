@@ -9,10 +9,11 @@ import pytest
 from typer.testing import CliRunner
 
 import lakemerge
+from lakemerge.batch.commit import Superseded, commit_batch
+from lakemerge.batch.plan import plan_batch
+from lakemerge.batch.run import run_tables
+from lakemerge.batch.select import NothingPending
 from lakemerge.cli.app import app
-from lakemerge.commit import Superseded, commit_batch
-from lakemerge.plan import NothingPending, plan_batch
-from lakemerge.run import run_tables
 from tests.helpers import read_table, table_version, write_lines
 
 HEADER = "id,part,seq,op,v"
@@ -137,7 +138,7 @@ def test_the_ledger_reads_only_the_commits_made_since_its_last_walk(
     The kept walk equals a walk from the start; a table recreated at the path is walked again."""
     import shutil
 
-    from lakemerge.table import delta
+    from lakemerge.table import ledger
 
     t = cfg(tmp_path)
     first = None
@@ -147,23 +148,23 @@ def test_the_ledger_reads_only_the_commits_made_since_its_last_walk(
         first = first or result
     spark.sql(f"ALTER TABLE delta.`{t.path}` SET TBLPROPERTIES ('someone.else' = 'x')")  # not a batch
     asked: list[int | None] = []
-    walk = delta.history_rows
+    walk = ledger.history_rows
 
     def history_rows(spark: object, path: str, limit: int | None = None) -> list[object]:
         if path == t.path:
             asked.append(limit)
         return walk(spark, path, limit)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(delta, "history_rows", history_rows)
+    monkeypatch.setattr(ledger, "history_rows", history_rows)
     read: list[tuple[int, int]] = []
-    commits = delta.commit_rows
+    commits = ledger.commit_rows
 
     def commit_rows(spark: object, path: str, first: int, last: int) -> list[dict[str, object]] | None:
         if path == t.path:
             read.append((first, last))
         return commits(spark, path, first, last)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(delta, "commit_rows", commit_rows)
+    monkeypatch.setattr(ledger, "commit_rows", commit_rows)
     drop(tmp_path, "f4.csv", ["4,p,4,U,v4"])
     assert [r.version for r in run_tables([t], spark=spark)] == [4]
     # The walk kept from the last run (which looked for more files after f3's commit) ends at
@@ -181,19 +182,19 @@ def test_the_ledger_reads_only_the_commits_made_since_its_last_walk(
 
     # Without the commit files (a log Delta keeps elsewhere), the history is read: the new commits
     # and a few spare rows, then the newest few for the batch's own commit.
-    monkeypatch.setattr(delta, "commit_rows", lambda *args: None)
+    monkeypatch.setattr(ledger, "commit_rows", lambda *args: None)
     spark.sql(f"ALTER TABLE delta.`{t.path}` SET TBLPROPERTIES ('someone.else' = 'y')")
     drop(tmp_path, "f4b.csv", ["4,p,5,U,v4b"])
     assert [r.version for r in run_tables([t], spark=spark)] == [6]
-    assert asked == [1 + delta._HISTORY_SLACK, delta._FIND_FIRST, 1 + delta._HISTORY_SLACK]
-    monkeypatch.setattr(delta, "commit_rows", commits)
+    assert asked == [1 + ledger._HISTORY_SLACK, ledger._FIND_FIRST, 1 + ledger._HISTORY_SLACK]
+    monkeypatch.setattr(ledger, "commit_rows", commits)
     assert first is not None
-    found = delta.find_commit(spark, t.path, first.batch_id)
+    found = ledger.find_commit(spark, t.path, first.batch_id)
     assert found is not None and found[0] == 0, "an older commit is found further back"
-    assert delta.find_commit(spark, t.path, "no-such-batch") is None
-    kept = delta.ledger(spark, t.path)
-    monkeypatch.setattr(delta, "_WALKS", {})
-    assert delta.ledger(spark, t.path) == kept, "the kept walk is the walk from the start"
+    assert ledger.find_commit(spark, t.path, "no-such-batch") is None
+    kept = ledger.ledger(spark, t.path)
+    monkeypatch.setattr(ledger, "_WALKS", {})
+    assert ledger.ledger(spark, t.path) == kept, "the kept walk is the walk from the start"
     assert sorted(Path(p).name for p in kept.files) == ["f1.csv", "f2.csv", "f3.csv", "f4.csv", "f4b.csv"]
     assert kept.last_batch == 5 and len(kept.batch_ids) == 5
 
@@ -269,49 +270,21 @@ def test_accounting_mismatch_aborts_before_commit(spark: object, tmp_path: Path)
     assert not isinstance(plan, NothingPending)
     try:
         assert plan.metrics.rows_read == 2 and plan.metrics.superseded == 1
-        plan.metrics = dataclasses.replace(plan.metrics, superseded=0)
+        wrong = dataclasses.replace(plan, metrics=dataclasses.replace(plan.metrics, superseded=0))
         with pytest.raises(lakemerge.AccountingError, match="do not add up"):
-            commit_batch(plan, spark=spark)
+            commit_batch(wrong, spark=spark)
     finally:
         plan.release()
     assert not Path(t.path).exists()
 
 
 def test_negative_counts_are_an_accounting_error_even_when_the_sums_agree() -> None:
-    from lakemerge.commit import check_accounting
+    from lakemerge.batch.counts import check_accounting
 
     balanced = lakemerge.BatchMetrics(rows_read=1, changes=2, inserted=2, superseded=-1)
     with pytest.raises(lakemerge.AccountingError, match="negative batch counts \\(superseded\\)"):
         check_accounting(balanced)
     check_accounting(lakemerge.BatchMetrics(rows_read=2, changes=1, inserted=1, superseded=1))
-
-
-def test_json_documents_mirror_the_result_objects(spark: object, tmp_path: Path) -> None:
-    import dataclasses
-
-    t = cfg(tmp_path)
-    drop(tmp_path, "f1.csv", ["1,p,1,I,a"])
-    pipeline = tmp_path / "p.toml"
-    pipeline.write_text(
-        f'[tables.t]\npath = "table"\nkey = "id"\nsequence = "seq"\n[tables.t.feed]\nlocation = "landing"\n'
-        f'format = "csv"\nheader = true\nschema = "{SCHEMA}"\nop_column = "op"\n'
-    )
-    fields = {
-        "batch": {f.name for f in dataclasses.fields(lakemerge.BatchResult)},
-        "commit": {f.name for f in dataclasses.fields(lakemerge.CommitInfo)},
-        "summary": {f.name for f in dataclasses.fields(lakemerge.TableSummary)},
-    }
-    out = runner.invoke(app, ["apply", str(pipeline), "--json"])
-    assert out.exit_code == 0, out.output
-    batch = json.loads(out.output)["batches"][0]
-    assert set(batch) == fields["batch"] and set(batch["metrics"]) == {
-        f.name for f in dataclasses.fields(lakemerge.BatchMetrics)
-    }
-    history = json.loads(runner.invoke(app, ["history", t.path, "--json"]).output)
-    assert set(history) == {"table", "commits"} and set(history["commits"][0]) == fields["commit"]
-    assert history["commits"][0]["batch_id"] == batch["batch_id"]
-    shown = json.loads(runner.invoke(app, ["show", t.path, "--json"]).output)
-    assert set(shown) == fields["summary"] and shown["rows"] == 1
 
 
 def test_gives_up_after_the_configured_attempts(spark: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -323,8 +296,8 @@ def test_gives_up_after_the_configured_attempts(spark: object, tmp_path: Path, m
         calls.append(plan)
         raise Superseded()
 
-    monkeypatch.setattr(lakemerge.batch, "commit_batch", always_loses)
-    monkeypatch.setattr(lakemerge.batch.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(lakemerge.batch.attempts, "commit_batch", always_loses)
+    monkeypatch.setattr(lakemerge.batch.attempts.time, "sleep", lambda seconds: None)
     with pytest.raises(lakemerge.ConflictError, match="gave up after 2 attempts") as info:
         lakemerge.apply_table(t, spark=spark)
     assert info.value.exit_code == 4 and len(calls) == 2

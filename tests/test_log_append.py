@@ -16,12 +16,13 @@ import pyarrow as pa
 import pytest
 
 import lakemerge
-import lakemerge.batch
-import lakemerge.commit
-import lakemerge.plan
-from lakemerge.apply import log
+import lakemerge.batch.attempts
+import lakemerge.batch.commit
+import lakemerge.batch.counts
+import lakemerge.batch.plan
 from lakemerge.spark.scoped import scoped_conf
-from lakemerge.table import delta, transaction
+from lakemerge.table import ledger, logview, stats, store, transaction
+from lakemerge.write import log
 from tests.helpers import jobs_of, write_lines
 
 SCHEMA = "k INT, seq BIGINT, op STRING, a STRING, b STRING"
@@ -155,18 +156,18 @@ def test_counts_that_do_not_add_up_commit_nothing(
     spark: Any, tmp_path: Path, calls: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     table, before = _second_batch_pending(spark, tmp_path)
-    real = lakemerge.commit.with_outcomes
+    real = lakemerge.batch.counts.with_outcomes
 
     def miscounted(*args: Any, **kwargs: Any) -> lakemerge.BatchMetrics:
         metrics = real(*args, **kwargs)
         return dataclasses.replace(metrics, late=metrics.late + 1)
 
-    monkeypatch.setattr(lakemerge.commit, "with_outcomes", miscounted)
+    monkeypatch.setattr(lakemerge.batch.counts, "with_outcomes", miscounted)
     with pytest.raises(lakemerge.AccountingError):
         lakemerge.apply_table(table, spark=spark)
     assert len(calls) == 2  # the second batch wrote its rows, then did not commit them
     assert deltalake.DeltaTable(table.log_table).version() == before
-    monkeypatch.setattr(lakemerge.commit, "with_outcomes", real)
+    monkeypatch.setattr(lakemerge.batch.counts, "with_outcomes", real)
     result = lakemerge.apply_table(table, spark=spark)
     assert result.version == before + 1 and len(result.files) == 2
     assert {r["k"] for r in view(spark, table)} == {1, 3, 4, 5}
@@ -180,14 +181,14 @@ def test_a_log_batch_reads_its_changes_without_caching_them(
     from pyspark import StorageLevel
 
     planned: list[Any] = []
-    real = lakemerge.batch.plan_batch
+    real = lakemerge.batch.attempts.plan_batch
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         plan = real(*args, **kwargs)
-        planned.append([frame.storageLevel for frame in (*plan.frames, plan.classified)])
+        planned.append([frame.storageLevel for frame in (*plan.cached.frames, plan.classified)])
         return plan
 
-    monkeypatch.setattr(lakemerge.batch, "plan_batch", spy)
+    monkeypatch.setattr(lakemerge.batch.attempts, "plan_batch", spy)
     table, _ = _second_batch_pending(spark, tmp_path)
     lakemerge.apply_table(table, spark=spark)
     assert planned and all(level == StorageLevel.NONE for level in planned[-1]), planned
@@ -203,19 +204,19 @@ def test_a_feed_file_changed_while_its_log_batch_runs_commits_nothing(
     """The changes are read more than once: a file rewritten between those reads is refused before
     the commit, named, and the rerun applies what the file holds then."""
     table, before = _second_batch_pending(spark, tmp_path)
-    real = lakemerge.commit._append_counting
+    real = lakemerge.batch.commit._append_counting
     target = tmp_path / f"in-{table.name}" / "b01_1.csv"
 
     def rewritten(*args: Any, **kwargs: Any) -> Any:
         write_lines(target, ["k,seq,op,a,b", "5,2,U,a5,b5", "6,2,U,a6,b6"])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(lakemerge.commit, "_append_counting", rewritten)
+    monkeypatch.setattr(lakemerge.batch.commit, "_append_counting", rewritten)
     with pytest.raises(lakemerge.InputError, match="changed while its batch was read") as raised:
         lakemerge.apply_table(table, spark=spark)
     assert "b01_1.csv" in str(raised.value)
     assert deltalake.DeltaTable(table.log_table).version() == before
-    monkeypatch.setattr(lakemerge.commit, "_append_counting", real)
+    monkeypatch.setattr(lakemerge.batch.commit, "_append_counting", real)
     result = lakemerge.apply_table(table, spark=spark)
     assert result.version == before + 1 and result.metrics.rows_read == 6
     assert {r["k"] for r in view(spark, table)} == {1, 3, 4, 5, 6}
@@ -235,15 +236,15 @@ def test_a_batch_number_taken_before_the_write_writes_nothing(spark: Any, tmp_pa
     drop(tmp_path, table, 0, BATCHES[0])
     lakemerge.apply_table(table, spark=spark)
     drop(tmp_path, table, 1, BATCHES[1])
-    first = lakemerge.plan.plan_batch(table, spark=spark, counted=False)
-    second = lakemerge.plan.plan_batch(table, spark=spark, counted=False)
-    assert isinstance(first, lakemerge.plan.BatchPlan) and isinstance(second, lakemerge.plan.BatchPlan)
+    first = lakemerge.batch.plan.plan_batch(table, spark=spark, counted=False)
+    second = lakemerge.batch.plan.plan_batch(table, spark=spark, counted=False)
+    assert isinstance(first, lakemerge.batch.plan.BatchPlan) and isinstance(second, lakemerge.batch.plan.BatchPlan)
     files = {p.name for p in Path(table.log_table).glob("*.parquet")}
     try:
-        assert lakemerge.commit.commit_batch(first, spark=spark).version == 1
+        assert lakemerge.batch.commit.commit_batch(first, spark=spark).version == 1
         written = {p.name for p in Path(table.log_table).glob("*.parquet")} - files
-        with pytest.raises(lakemerge.commit.Superseded):
-            lakemerge.commit.commit_batch(second, spark=spark)
+        with pytest.raises(lakemerge.batch.commit.Superseded):
+            lakemerge.batch.commit.commit_batch(second, spark=spark)
     finally:
         first.release()
         second.release()
@@ -261,17 +262,17 @@ def test_a_writer_committing_the_batch_number_between_write_and_commit_wins(
     drop(tmp_path, table, 0, BATCHES[0])
     lakemerge.apply_table(table, spark=spark)
     drop(tmp_path, table, 1, BATCHES[1])
-    rival = lakemerge.plan.plan_batch(table, spark=spark)  # counted, committed through the DataFrame writer
-    assert isinstance(rival, lakemerge.plan.BatchPlan)
-    real = lakemerge.commit.with_outcomes
+    rival = lakemerge.batch.plan.plan_batch(table, spark=spark)  # counted, committed through the DataFrame writer
+    assert isinstance(rival, lakemerge.batch.plan.BatchPlan)
+    real = lakemerge.batch.counts.with_outcomes
     raced: list[int] = []
 
     def racing(*args: Any, **kwargs: Any) -> lakemerge.BatchMetrics:
         if not raced:
-            raced.append(lakemerge.commit.commit_batch(rival, spark=spark).version or -1)
+            raced.append(lakemerge.batch.commit.commit_batch(rival, spark=spark).version or -1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(lakemerge.commit, "with_outcomes", racing)
+    monkeypatch.setattr(lakemerge.batch.counts, "with_outcomes", racing)
     try:
         result = lakemerge.apply_table(table, spark=spark)
     finally:
@@ -313,17 +314,17 @@ def test_the_checksums_batch_number_is_delta_s_and_a_missing_checksum_falls_back
     for number, files in enumerate(BATCHES[:2]):
         drop(tmp_path, table, number, files)
         lakemerge.apply_table(table, spark=spark)
-    snapshot = delta._snapshot(spark, table.log_table)
-    assert delta.checksum_txn_version(snapshot, "lakemerge") == 2 == snapshot.transactions().get("lakemerge").get()
-    assert delta.checksum_txn_version(snapshot, "another") == -1
+    snapshot = store.latest_snapshot(spark, table.log_table)
+    assert ledger.checksum_txn_version(snapshot, "lakemerge") == 2 == snapshot.transactions().get("lakemerge").get()
+    assert ledger.checksum_txn_version(snapshot, "another") == -1
     # A log written by a writer that leaves no checksum (delta-rs) is read by Delta's lookup.
     other = str(tmp_path / "other")
     pyarrow_table = deltalake.DeltaTable(table.log_table).to_pyarrow_table()
     deltalake.write_deltalake(other, pyarrow_table)
     assert not list((Path(other) / "_delta_log").glob("*.crc"))
-    assert delta.checksum_txn_version(delta._snapshot(spark, other), "lakemerge") is None
-    assert delta.txn_version(spark, other) == 0
-    assert delta.txn_version(spark, table.log_table) == 2
+    assert ledger.checksum_txn_version(store.latest_snapshot(spark, other), "lakemerge") is None
+    assert ledger.txn_version(spark, other) == 0
+    assert ledger.txn_version(spark, table.log_table) == 2
 
 
 def test_a_batch_reads_the_log_from_its_checksums_list_of_files_without_reconstructing_its_state(
@@ -347,16 +348,16 @@ def test_a_log_read_from_its_list_of_files_holds_what_delta_reads(spark: Any, tm
         lakemerge.apply_table(table, spark=spark)
     # The commit that adds column c leaves the list out of its checksum (Delta lists a version's
     # files only when its schema is the previous version's); the next commit lists them again.
-    assert delta.read_listed(spark, table.log_table) is None
+    assert stats.read_listed(spark, table.log_table) is None
     drop(tmp_path, table, len(BATCHES), [["k,seq,op,a,b,c", "8,6,U,a8,b8,c8"]])
     lakemerge.apply_table(table, spark=spark)
 
     def rows(frame: Any) -> list[tuple[Any, ...]]:
         return sorted(tuple(r) for r in frame.select("k", "seq", "a", "b", "c", "_lm_op", "_lm_batch").collect())
 
-    listed = delta.read_listed(spark, table.log_table)
+    listed = stats.read_listed(spark, table.log_table)
     assert listed is not None
-    assert rows(listed) == rows(delta.read_pinned(spark, table.log_table))
+    assert rows(listed) == rows(store.read_pinned(spark, table.log_table))
     assert len(rows(listed)) == sum(len(lines) - 1 for files in BATCHES for lines in files) - 3 + 1  # late, superseded
     assert {r[4] for r in rows(listed) if r[6] < len(BATCHES)} == {None}  # files older than column c
     # Deletion vectors: the rows a DELETE marks gone are gone.
@@ -366,25 +367,25 @@ def test_a_log_read_from_its_list_of_files_holds_what_delta_reads(spark: Any, tm
     ).save(other)
     spark.sql(f"DELETE FROM delta.`{other}` WHERE m = 1")
     assert (Path(other) / "_delta_log").exists() and list(Path(other).glob("deletion_vector_*.bin"))
-    dv = delta.read_listed(spark, other)
+    dv = stats.read_listed(spark, other)
     assert dv is not None and sorted(r.id for r in dv.collect()) == [i for i in range(20) if i % 3 != 1]
     # A checksum without the list of files.
     bare = str(tmp_path / "bare")
     with scoped_conf(spark, {"spark.databricks.delta.allFilesInCrc.enabled": "false"}):
         spark.range(5).write.format("delta").save(bare)
-    assert delta.read_listed(spark, bare) is None
+    assert stats.read_listed(spark, bare) is None
 
 
 def test_the_merged_view_s_schema_without_building_it_is_the_view_s(spark: Any, tmp_path: Path) -> None:
-    """log.merged_schema: the view's columns and types from its sides' schemas (the table's, then
+    """logview.merged_schema: the view's columns and types from its sides' schemas (the table's, then
     the log's new ones), at every step of a table's life; none where table and log type a column
     differently, which only Spark's union can settle."""
     table = config(tmp_path, "t")
 
     def both() -> tuple[Any, Any]:
-        sides = log.read_sides(spark, table)
-        built = log.merged(table, sides)
-        return log.merged_schema(table, sides), built.schema if built is not None else None
+        sides = logview.read_sides(spark, table)
+        built = logview.merged(table, sides)
+        return logview.merged_schema(table, sides), built.schema if built is not None else None
 
     assert both() == (None, None)
     for number, files in enumerate(BATCHES):
@@ -403,9 +404,9 @@ def test_the_merged_view_s_schema_without_building_it_is_the_view_s(spark: Any, 
     assert found.names[:3] == ["k", "seq", "a"]  # the table's columns first
     wide = {
         table.path: spark.range(1).selectExpr("id AS k"),
-        table.log_table: log.read_sides(spark, table)[table.log_table],
+        table.log_table: logview.read_sides(spark, table)[table.log_table],
     }
-    assert log.merged_schema(table, wide) is None  # k: bigint in the table, int in the log
+    assert logview.merged_schema(table, wide) is None  # k: bigint in the table, int in the log
 
 
 def test_a_batch_reaching_only_its_own_keys_builds_only_their_view(
@@ -416,17 +417,17 @@ def test_a_batch_reaching_only_its_own_keys_builds_only_their_view(
     the whole view, which it classifies against."""
     table, _ = _second_batch_pending(spark, tmp_path)
     built: list[bool] = []
-    real = log.merged
+    real = logview.merged
 
     def spy(table: Any, sides: Any, *, keys: Any = None, deletes: bool = False) -> Any:
         built.append(keys is not None)
         return real(table, sides, keys=keys, deletes=deletes)
 
-    monkeypatch.setattr(log, "merged", spy)
+    monkeypatch.setattr(logview, "merged", spy)
     lakemerge.apply_table(table, spark=spark)
     assert built and all(built), built  # (its partial update is folded against its keys' view too)
     drop(tmp_path, table, 2, BATCHES[2])
-    monkeypatch.setattr(lakemerge.plan, "key_broadcast_rows", lambda schema, key: 0)
+    monkeypatch.setattr(lakemerge.batch.plan, "key_broadcast_rows", lambda schema, key: 0)
     built.clear()
     lakemerge.apply_table(table, spark=spark)
     assert built and not any(built), built
@@ -480,4 +481,4 @@ def test_a_large_batch_is_logged_by_every_core_with_what_one_file_holds(
     assert log.files_for(spark, 10) == 1
     monkeypatch.setattr(log, "MIN_ROWS_PER_WRITER", 50_000)
     assert log.files_for(spark, 2 * 50_000 * cores) == cores
-    assert log.files_for(spark, 3 * delta.ROWS_PER_FILE) == max(3, cores)
+    assert log.files_for(spark, 3 * store.ROWS_PER_FILE) == max(3, cores)

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 import lakemerge
 from lakemerge.config.loading import validate
-from lakemerge.table import maintenance
+from lakemerge.operations import compact as compaction
 from tests.helpers import read_table, write_lines
 from tests.oracle import Oracle
 
@@ -116,11 +116,11 @@ def test_log_view_and_deletion_vectors_match_copy_on_write_and_the_oracle(
         if n == 1:  # a compaction between batches folds the log; later batches go on from there
             lakemerge.compact(lakemerge.PipelineConfig(tables={"log": log}), spark=spark)
             assert merged(spark, log) == expected
-    folded = maintenance.compact(log, spark=spark)
+    folded = compaction.compact(log, spark=spark)
     assert folded.log_rows_deleted >= folded.log_rows_folded
     assert merged(spark, log) == expected == canonical(read_dv(log.path))
     assert spark.read.format("delta").load(log.log_table).count() == 0
-    maintenance.compact(dv, spark=spark)
+    compaction.compact(dv, spark=spark)
     assert live_deletion_vectors(dv.path) == 0
     assert read_dv(dv.path) == expected
     assert canonical([r.asDict() for r in spark.read.format("delta").load(dv.path).collect()]) == expected
@@ -134,19 +134,20 @@ def test_large_log_batches_match_copy_on_write(
     merged view (every other test here). A larger one (the bound lowered to 0) still reduces the
     view to its keys by broadcasting the keys alone; one whose keys are too many to broadcast (both
     bounds 0) ranks the whole view. Each gives copy-on-write's table."""
-    from lakemerge import plan as plan_module
+    from lakemerge.batch import plan as plan_module
+    from lakemerge.table import logview as logview_module
 
     monkeypatch.setattr(plan_module, "BROADCAST_ROWS", 0)
     if size == "nothing broadcast":
         monkeypatch.setattr(plan_module, "KEY_BROADCAST_ROWS", 0)
     reduced: list[int] = []
-    of_keys = plan_module.log.newest_of_keys
+    of_keys = logview_module.newest_of_keys
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         reduced.append(1)
         return of_keys(*args, **kwargs)
 
-    monkeypatch.setattr(plan_module.log, "newest_of_keys", spy)
+    monkeypatch.setattr(logview_module, "newest_of_keys", spy)
     cow, log = config(tmp_path, "cow"), config(tmp_path, "log", write_mode="log")
     batches = [
         [[{"k": k, "seq": 2, "op": "U", "a": "p", "b": "q"} for k in range(4)]],
@@ -188,19 +189,19 @@ def test_one_broadcast_of_a_batchs_keys_reduces_both_table_and_log(spark: Any, t
     the keys. (With it, Spark 4.1 broadcasts them twice: at SF10, 1.3-1.5 s each for 1.5 M keys.)"""
     from pyspark.sql import functions as F
 
-    from lakemerge.apply import log as log_module
     from lakemerge.spark.scoped import scoped_conf
+    from lakemerge.table import logview as logview_module
 
     table = config(tmp_path, "log", write_mode="log")
     for n in range(2):
         write_batch(tmp_path / f"b{n}", [[{"k": k, "seq": n, "op": "U", "a": "p", "b": None} for k in range(4)]])
         lakemerge.apply_table(table, inputs=[str(tmp_path / f"b{n}")], spark=spark)
         if n == 0:  # the first batch is in the log: compaction makes the table
-            maintenance.compact(table, spark=spark)
+            compaction.compact(table, spark=spark)
     keys = spark.range(2).select(F.col("id").cast("int").alias("k")).cache()
     try:
         with scoped_conf(spark, {"spark.sql.adaptive.enabled": "false"}):
-            view = log_module.newest_of_keys(spark, table, keys=keys)
+            view = logview_module.newest_of_keys(spark, table, keys=keys)
             assert view is not None
             assert sorted(r["k"] for r in view.collect()) == [0, 1]
             plan = view._jdf.queryExecution().executedPlan().toString()
@@ -230,15 +231,15 @@ def test_a_log_batch_broadcasts_its_keys_but_never_the_stored_rows(spark: Any, t
     """A log batch reduces table and log to its keys by broadcasting the keys; the stored rows so
     found (ranked per key: a Window) are not marked for broadcast: joined by a shuffle unless Spark's
     own size threshold says otherwise (forced through the driver, they measured slower,
-    bench/RESULTS.md, fifteenth session). The threshold is off here, these tables being tiny."""
-    from lakemerge import plan as plan_module
+    bench/RESULTS.md, "A log batch's stored rows"). The threshold is off here, these tables being tiny."""
+    from lakemerge.batch import plan as plan_module
     from lakemerge.spark.scoped import scoped_conf
 
     table = config(tmp_path, "log", write_mode="log")
     rows = [{"k": k, "seq": 1, "op": "U", "a": "p", "b": None} for k in range(6)]
     write_batch(tmp_path / "b0", [rows])
     lakemerge.apply_table(table, inputs=[str(tmp_path / "b0")], spark=spark)
-    maintenance.compact(table, spark=spark)
+    compaction.compact(table, spark=spark)
     write_batch(tmp_path / "b1", [[{**r, "seq": 2} for r in rows[:3]]])
     lakemerge.apply_table(table, inputs=[str(tmp_path / "b1")], spark=spark)
     write_batch(tmp_path / "b2", [[{"k": 1, "seq": 3, "op": "D", "a": None, "b": None}]])
@@ -256,7 +257,9 @@ def test_a_log_batch_broadcasts_its_keys_but_never_the_stored_rows(spark: Any, t
     assert not [b for b in broadcasts if "Window" in b], text
 
 
-def test_a_compaction_failing_after_the_fold_changes_nothing_the_view_returns(spark: Any, tmp_path: Path) -> None:
+def test_a_compaction_failing_after_the_fold_changes_nothing_the_view_returns(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     log = config(tmp_path, "log", write_mode="log")
     rows = [{"k": k, "seq": 1, "op": "U", "a": "p", "b": None} for k in range(4)]
     write_batch(tmp_path / "b0", [rows])
@@ -275,18 +278,17 @@ def test_a_compaction_failing_after_the_fold_changes_nothing_the_view_returns(sp
         ]
     )
 
-    def crash() -> None:
+    def crash(*args: object, **kwargs: object) -> int:
         assert merged(spark, log) == before, "between fold and cleanup the view is unchanged"
         raise RuntimeError("killed")
 
-    maintenance.after_fold = crash
-    try:
+    assert log.tombstones  # (the tombstones move right after the fold: the crash happens there)
+    with monkeypatch.context() as patched:
+        patched.setattr(compaction, "_move_tombstones", crash)
         with pytest.raises(RuntimeError, match="killed"):
-            maintenance.compact(log, spark=spark)
-    finally:
-        maintenance.after_fold = None
+            compaction.compact(log, spark=spark)
     assert merged(spark, log) == before
-    again = maintenance.compact(log, spark=spark)
+    again = compaction.compact(log, spark=spark)
     assert again.log_rows_folded == 0 and again.log_rows_deleted == 6, "the rerun only cleans the log"
     assert merged(spark, log) == before == read_table(log.path, COLUMNS)
     # exactly once over table + log: the same files again are skipped
@@ -308,8 +310,8 @@ def test_a_log_table_keeps_its_tombstones_in_the_log_until_compaction_moves_them
     their batch: no second commit to a tombstone table per batch. Compaction moves them to the
     tombstone table, confirmed and dated by their batch's commit, before it empties the log; they
     keep rejecting older records throughout, and vacuum expires them by the delete's date."""
-    from lakemerge.apply import log as log_mode
-    from lakemerge.table import delta, tombstones
+    from lakemerge.table import ledger, tombstones
+    from lakemerge.table import logview as log_mode
 
     table = config(tmp_path, "log", write_mode="log", tombstone_retention_days=1)
     before = [{"k": k, "seq": 1, "op": "U", "a": "p", "b": None} for k in range(3)]
@@ -330,10 +332,10 @@ def test_a_log_table_keeps_its_tombstones_in_the_log_until_compaction_moves_them
     assert lakemerge.apply_table(table, inputs=[str(tmp_path / "b2")], spark=spark).metrics.late == 2
     assert merged(spark, table) == view
 
-    compacted = maintenance.compact(table, spark=spark)
+    compacted = compaction.compact(table, spark=spark)
     assert compacted.tombstones_moved == 2
     assert (
-        maintenance._move_tombstones(  # a rerun moves nothing twice
+        compaction._move_tombstones(  # a rerun moves nothing twice
             spark, table, spark.read.format("delta").load(table.log_table), upto=3
         )
         == 0
@@ -341,8 +343,8 @@ def test_a_log_table_keeps_its_tombstones_in_the_log_until_compaction_moves_them
     assert not [r for r in deltalake.DeltaTable(table.log_table).to_pyarrow_table().to_pylist()]
     committed = {
         record["txn_version"]: int(row["ts_ms"])
-        for row in delta.history_rows(spark, table.log_table)
-        if (record := delta.parse_record(row["userMetadata"]))
+        for row in ledger.history_rows(spark, table.log_table)
+        if (record := ledger.parse_record(row["userMetadata"]))
     }
     moved = deltalake.DeltaTable(table.tombstone_table).to_pyarrow_table().to_pylist()
     assert sorted((g["k"], g["seq"], g[tombstones.BATCH], g[tombstones.CONFIRMED]) for g in moved) == [
@@ -421,7 +423,7 @@ def test_an_update_marks_rows_in_a_deletion_vector_instead_of_rewriting_the_file
         assert read_dv(dv.path) == canonical(oracle.rows())
     assert result.files_removed == 0, "the stored file is marked, not rewritten"
     assert live_deletion_vectors(dv.path) >= 1
-    maintenance.compact(dv, spark=spark)
+    compaction.compact(dv, spark=spark)
     assert live_deletion_vectors(dv.path) == 0
     rows = canonical([r.asDict() for r in spark.read.format("delta").load(dv.path).collect()])
     assert rows == read_dv(dv.path) == canonical(oracle.rows())

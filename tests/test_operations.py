@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 import lakemerge
-import lakemerge.commit
+import lakemerge.batch.commit
 from lakemerge.cli.app import app
 from tests.helpers import read_table, table_columns, table_version, write_lines
 
@@ -161,7 +161,7 @@ def test_quarantine_of_an_uncommitted_batch_is_not_listed(
     def crash(*args: object, **kwargs: object) -> None:
         raise RuntimeError("crash between the quarantine write and the commit")
 
-    monkeypatch.setattr(lakemerge.commit, "write_changes", crash)
+    monkeypatch.setattr(lakemerge.batch.commit, "write_changes", crash)
     with pytest.raises(RuntimeError):
         batch(spark, t, tmp_path / "2", ["2,x,I,b,b", "3,1,I,c,c"])
     monkeypatch.undo()

@@ -20,7 +20,8 @@ import deltalake
 import pytest
 
 import lakemerge
-from lakemerge.run import run_tables
+from lakemerge.batch.run import run_tables
+from lakemerge.table import ledger
 from tests.helpers import read_log_view, read_table, write_lines
 
 KEYS = 20
@@ -63,7 +64,7 @@ def lakemerge_command() -> list[str]:
 def assert_each_file_applied_once(table: str, files: int) -> None:
     seen: dict[str, int] = {}
     for commit in deltalake.DeltaTable(table).history():
-        record = lakemerge.table.delta.parse_record(commit.get("userMetadata"))
+        record = ledger.parse_record(commit.get("userMetadata"))
         for item in (record or {}).get("files", []):
             name = Path(item["path"]).name
             seen[name] = seen.get(name, 0) + 1

@@ -17,14 +17,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lakemerge
-from lakemerge import batch as batch_module
-from lakemerge import plan as plan_module
-from lakemerge.apply import prune as prune_module
-from lakemerge.apply.prune import KeyRanges, key_ranges, skipped_share
+from lakemerge.batch import attempts as batch_module
+from lakemerge.batch import plan as plan_module
 from lakemerge.spark import tuning
 from lakemerge.spark.scoped import scoped_conf
-from lakemerge.table import delta as delta_module
-from lakemerge.table.delta import file_key_bounds
+from lakemerge.table import prune as prune_module
+from lakemerge.table import stats as stats_module
+from lakemerge.table import store as store_module
+from lakemerge.table.prune import KeyRanges, key_ranges, skipped_share
+from lakemerge.table.stats import file_key_bounds
 from tests.helpers import classes_compiled, jobs_of, read_log_view, read_table, write_lines
 from tests.oracle import apply_batch, state_rows
 
@@ -175,9 +176,9 @@ THROUGH_DELTA = "log, table read through Delta"
 
 def _unlisted(monkeypatch: pytest.MonkeyPatch, table: lakemerge.TableConfig) -> None:
     """Make ``table``'s own files unlisted (see :data:`THROUGH_DELTA`); its log's stay listed."""
-    listed = delta_module.read_listed
+    listed = stats_module.read_listed
     monkeypatch.setattr(
-        delta_module, "read_listed", lambda spark, path, **kw: None if path == table.path else listed(spark, path, **kw)
+        stats_module, "read_listed", lambda spark, path, **kw: None if path == table.path else listed(spark, path, **kw)
     )
 
 
@@ -242,7 +243,7 @@ def test_files_outside_the_batch_key_ranges_are_never_read(
 def test_a_log_batch_pruned_by_its_key_ranges_reuses_the_code_of_the_batch_before(spark: Any, tmp_path: Path) -> None:
     """Neither a batch's key ranges nor its batch number are written into the code Spark generates:
     a warm batch on other keys than the batch before compiles no new class (bench/RESULTS.md,
-    "Eighteenth session": new code costs every batch its compile and its run cold in the JVM)."""
+    "Generated code per batch": new code costs every batch its compile and its run cold in the JVM)."""
     table = _table(tmp_path, "log")
     _clustered(spark, table, keys=400, files=8)
     compiled = []
@@ -276,7 +277,7 @@ def test_a_listed_read_within_key_ranges_leaves_out_only_the_files_they_miss(spa
         8, "id"
     ).write.format("delta").save(path)
     ranges = KeyRanges(column="id", ranges=((3, 12), (55, 55)))
-    listed = delta_module.read_listed(spark, path, within=("id", ranges.overlaps))
+    listed = stats_module.read_listed(spark, path, within=("id", ranges.overlaps))
     assert listed is not None
     bounds = file_key_bounds(spark, path, "id") or []
     assert len(bounds) == 8
@@ -285,19 +286,19 @@ def test_a_listed_read_within_key_ranges_leaves_out_only_the_files_they_miss(spa
     def inside(frame: Any) -> list[tuple[Any, ...]]:
         return sorted(tuple(r) for r in frame.filter(ranges.predicate()).collect())
 
-    assert inside(listed) == inside(delta_module.read_pinned(spark, path)) and len(inside(listed)) == 11
+    assert inside(listed) == inside(store_module.read_pinned(spark, path)) and len(inside(listed)) == 11
     names = KeyRanges(column="name", ranges=(("3", "4"),))
-    whole = delta_module.read_listed(spark, path, within=("name", names.overlaps))
+    whole = stats_module.read_listed(spark, path, within=("name", names.overlaps))
     assert whole is not None and len(whole.inputFiles()) == 8, "string statistics are truncated: no file is left out"
     partitioned = str(tmp_path / "p")
     spark.range(10).selectExpr("id", "id % 2 AS p").write.format("delta").partitionBy("p").save(partitioned)
-    by_partition = delta_module.read_listed(spark, partitioned, within=("p", KeyRanges("p", ((0, 0),)).overlaps))
+    by_partition = stats_module.read_listed(spark, partitioned, within=("p", KeyRanges("p", ((0, 0),)).overlaps))
     assert by_partition is not None and sorted(r.id for r in by_partition.collect()) == list(range(10))
     unindexed = str(tmp_path / "unindexed")
     spark.range(40).selectExpr("0 AS n", "id").repartitionByRange(4, "id").write.format("delta").option(
         "delta.dataSkippingNumIndexedCols", "1"
     ).save(unindexed)
-    kept = delta_module.read_listed(spark, unindexed, within=("id", KeyRanges("id", ((0, 0),)).overlaps))
+    kept = stats_module.read_listed(spark, unindexed, within=("id", KeyRanges("id", ((0, 0),)).overlaps))
     assert kept is not None and len(kept.inputFiles()) == 4, "no statistics of id: every file is read"
 
 
@@ -370,7 +371,7 @@ def test_file_key_bounds_come_from_the_delta_log_and_refuse_what_statistics_cann
     assert all(size > 0 for _, _, size in bounds)
     assert file_key_bounds(spark, path, "name") is None, "string statistics are truncated"
     assert file_key_bounds(spark, path, "x") is None
-    monkeypatch.setattr(delta_module, "MAX_BOUNDED_FILES", 3)
+    monkeypatch.setattr(stats_module, "MAX_BOUNDED_FILES", 3)
     assert file_key_bounds(spark, path, "id") is None, "too many files to bring their statistics to the driver"
     monkeypatch.undo()
     partitioned = str(tmp_path / "p")
@@ -399,10 +400,10 @@ def test_file_key_bounds_of_a_few_files_come_from_the_checksum_without_a_job(
     jobs: dict[str, list[Any] | None] = {}
     tracker = spark.sparkContext.statusTracker()
     for name, path in (("listed", listed), ("unlisted", unlisted)):
-        delta_module.file_key_bounds(spark, path, "k")  # (Delta's snapshot brought up to date)
+        stats_module.file_key_bounds(spark, path, "k")  # (Delta's snapshot brought up to date)
         spark.sparkContext.setJobGroup(f"bounds-{name}", "file_key_bounds")
         try:
-            jobs[name] = delta_module.file_key_bounds(spark, path, "k")
+            jobs[name] = stats_module.file_key_bounds(spark, path, "k")
         finally:
             spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
             spark.sparkContext.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
@@ -413,8 +414,8 @@ def test_file_key_bounds_of_a_few_files_come_from_the_checksum_without_a_job(
     assert [type(low) for low, _, _ in jobs["listed"]] == [type(low) for low, _, _ in jobs["unlisted"] or []]
     unindexed = str(tmp_path / "unindexed")
     frame.write.format("delta").option("delta.dataSkippingNumIndexedCols", "1").save(unindexed)
-    assert delta_module.file_key_bounds(spark, unindexed, "k") is not None
-    assert delta_module.file_key_bounds(spark, unindexed, "n") is None, "Delta keeps no statistics of n"
+    assert stats_module.file_key_bounds(spark, unindexed, "k") is not None
+    assert stats_module.file_key_bounds(spark, unindexed, "n") is None, "Delta keeps no statistics of n"
 
 
 def test_batches_use_key_ranges_only_where_they_skip_files(
@@ -454,7 +455,7 @@ def test_a_small_table_is_read_whole_without_ranges_or_their_check(
     into ranges nor reads the files' statistics; above it, the same batch does both."""
     planned: list[Any] = []
     bounds: list[str] = []
-    original, original_bounds = batch_module.plan_batch, delta_module.file_key_bounds
+    original, original_bounds = batch_module.plan_batch, stats_module.file_key_bounds
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         plan = original(*args, **kwargs)
@@ -466,10 +467,10 @@ def test_a_small_table_is_read_whole_without_ranges_or_their_check(
         return original_bounds(spark, path, column)
 
     monkeypatch.setattr(batch_module, "plan_batch", spy)
-    monkeypatch.setattr(delta_module, "file_key_bounds", counted)
+    monkeypatch.setattr(stats_module, "file_key_bounds", counted)
     table = _table(tmp_path)
     state = _clustered(spark, table, keys=400, files=8)
-    size = delta_module.table_bytes(spark, table.path)
+    size = stats_module.table_bytes(spark, table.path)
     assert size is not None and 0 < size == sum(
         a["size_bytes"] for a in pa.table(deltalake.DeltaTable(table.path).get_add_actions(flatten=True)).to_pylist()
     )

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 import lakemerge
 from lakemerge.cli.app import app
+from lakemerge.operations.report import PLOTS, _files_and_bytes, build_report
 from lakemerge.results import CommitInfo, TableSummary
-from lakemerge.table.report import PLOTS, _files_and_bytes, build_report
 from tests.helpers import write_lines
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 
 import lakemerge
-from lakemerge import batch as batch_module
-from lakemerge import commit as commit_module
-from lakemerge import plan as plan_module
-from lakemerge.apply import log as log_module
+from lakemerge.batch import attempts as batch_module
+from lakemerge.batch import classify as classify_module
+from lakemerge.batch import commit as commit_module
+from lakemerge.batch import plan as plan_module
 from lakemerge.spark import tuning
 from lakemerge.spark.scoped import scoped_conf as scoped
+from lakemerge.write import log as log_module
 from tests.helpers import read_table, write_lines
 
 ADAPTIVE = "spark.sql.adaptive.enabled"
@@ -109,9 +110,9 @@ def test_a_small_batch_is_classified_and_logged_with_its_own_settings_and_the_se
     if size == "keys broadcast":
         monkeypatch.setattr(plan_module, "BROADCAST_ROWS", 0)
     before = _settings(spark)
-    classify = _Spy(spark, plan_module.classify)
+    classify = _Spy(spark, classify_module.classify)
     append = _Spy(spark, log_module.append)
-    monkeypatch.setattr(plan_module, "classify", classify)
+    monkeypatch.setattr(classify_module, "classify", classify)
     monkeypatch.setattr(log_module, "append", append)
     plan = plan_module.plan_batch(table, spark=spark, inputs=[str(_lines(tmp_path / "2", ["1,2,U,x", "3,2,D,"]))])
     assert isinstance(plan, plan_module.BatchPlan)
@@ -150,12 +151,12 @@ def test_a_large_batch_or_a_session_that_says_no_keeps_the_session_settings(
         monkeypatch.setattr(plan_module, "BROADCAST_ROWS", 0)
     else:
         spark.conf.set(tuning.SWITCH, "false")
-    classify = _Spy(spark, plan_module.classify)
+    classify = _Spy(spark, classify_module.classify)
     merge = _Spy(spark, commit_module.write_changes)
-    find = _Spy(spark, commit_module.delta.find_commit)
-    monkeypatch.setattr(plan_module, "classify", classify)
+    find = _Spy(spark, commit_module.ledger.find_commit)
+    monkeypatch.setattr(classify_module, "classify", classify)
     monkeypatch.setattr(commit_module, "write_changes", merge)
-    monkeypatch.setattr(commit_module.delta, "find_commit", find)
+    monkeypatch.setattr(commit_module.ledger, "find_commit", find)
     before = _settings(spark)
     try:
         result = _apply(spark, table, tmp_path / "2", ["1,2,U,x", "2,2,D,", "5,1,U,e"])
@@ -176,14 +177,14 @@ def test_a_log_batch_whose_keys_are_too_many_to_broadcast_keeps_the_session_sett
     _apply(spark, table, tmp_path / "1", ["1,1,U,a", "2,1,U,b"])
     # Under the bound for stored rows, over the one for keys (wide keys): no broadcast at all.
     monkeypatch.setattr(plan_module, "KEY_BROADCAST_ROWS", 0)
-    classify = _Spy(spark, plan_module.classify)
+    classify = _Spy(spark, classify_module.classify)
     broadcast: list[bool] = []
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         broadcast.append(kwargs["broadcast"])
         return classify(*args, **kwargs)
 
-    monkeypatch.setattr(plan_module, "classify", spy)
+    monkeypatch.setattr(classify_module, "classify", spy)
     before = _settings(spark)
     result = _apply(spark, table, tmp_path / "2", ["1,2,U,x", "2,2,D,", "5,1,U,e"])
     assert classify.seen == [before]
@@ -206,7 +207,7 @@ def test_a_batch_that_fails_while_tuned_leaves_the_session_settings_and_the_tabl
         seen.append(_settings(spark))
         raise RuntimeError("classification failed")
 
-    monkeypatch.setattr(plan_module, "classify", failing)
+    monkeypatch.setattr(classify_module, "classify", failing)
     with pytest.raises(RuntimeError, match="classification failed"):
         _apply(spark, table, tmp_path / "2", ["1,2,U,x"])
     assert seen and seen[0][0] == "false"
@@ -221,11 +222,11 @@ def test_a_small_batch_runs_whole_without_adaptive_execution_but_the_merge_and_c
     _apply(spark, table, tmp_path / "1", ["1,1,U,a", "2,1,U,b", "3,1,U,c"])
     before = _settings(spark)
     merge = _Spy(spark, commit_module.write_changes)
-    find = _Spy(spark, commit_module.delta.find_commit)
-    compact = _Spy(spark, batch_module.maintenance.compact)
+    find = _Spy(spark, commit_module.ledger.find_commit)
+    compact = _Spy(spark, batch_module.compaction.compact)
     monkeypatch.setattr(commit_module, "write_changes", merge)
-    monkeypatch.setattr(commit_module.delta, "find_commit", find)
-    monkeypatch.setattr(batch_module.maintenance, "compact", compact)
+    monkeypatch.setattr(commit_module.ledger, "find_commit", find)
+    monkeypatch.setattr(batch_module.compaction, "compact", compact)
     result = _apply(spark, table, tmp_path / "2", ["1,2,U,x", "3,2,D,", "4,1,U,d"])
     # The MERGE reads the whole table: the session's settings, not the batch's.
     assert merge.seen == [before]
@@ -249,7 +250,7 @@ def test_a_batch_that_reaches_the_whole_table_is_planned_with_the_session_settin
         table = table.model_copy(update={"history": "scd2"})
     _apply(spark, table, tmp_path / "1", ["1,1,U,a", "2,1,U,b"])
     # (an SCD2 table's batch is planned by scd2.build, not classify)
-    owner, name = (plan_module, "classify") if why == "truncate" else (plan_module.scd2, "build")
+    owner, name = (classify_module, "classify") if why == "truncate" else (classify_module.scd2, "build")
     planned = _Spy(spark, getattr(owner, name))
     monkeypatch.setattr(owner, name, planned)
     before = _settings(spark)

@@ -11,7 +11,7 @@ import deltalake
 import pytest
 
 import lakemerge
-from lakemerge.table import delta, tombstones
+from lakemerge.table import ledger, stats, store, tombstones
 from tests.helpers import csv_table, jobs_of, read_table, write_lines
 
 HEADER = "id,seq,op,a"
@@ -83,26 +83,26 @@ def test_the_batch_number_comes_from_the_records_and_follows_delta(spark: Any, t
         _batch(spark, table, tmp_path / str(n), [f"{n},{n},U,x"])
     lakemerge.rollback(table.path, to_version=0, reapply=False, spark=spark)
     _batch(spark, table, tmp_path / "3", ["3,3,U,x"])
-    _, ledger = delta.state(spark, table.path)
-    assert ledger.last_batch == delta.txn_version(spark, table.path) == 3
-    assert delta.last_batch(spark, table.path, known=ledger) == 3
+    _, history = ledger.state(spark, table.path)
+    assert history.last_batch == ledger.txn_version(spark, table.path) == 3
+    assert ledger.last_batch(spark, table.path, known=history) == 3
 
 
 def test_without_records_the_batch_number_comes_from_delta(spark: Any, tmp_path: Path) -> None:
     """A table whose history holds no batch record (written by hand under lakemerge's
     transaction id, as after a log cleanup removed the records) numbers from Delta's state."""
     table = _table(tmp_path)
-    spark.conf.set("spark.databricks.delta.write.txnAppId", delta.TXN_APP_ID)
+    spark.conf.set("spark.databricks.delta.write.txnAppId", ledger.TXN_APP_ID)
     spark.conf.set("spark.databricks.delta.write.txnVersion", "5")
     try:
         spark.createDataFrame([(1, 1, "a")], "id INT, seq BIGINT, a STRING").write.format("delta").save(table.path)
     finally:
         spark.conf.unset("spark.databricks.delta.write.txnAppId")
         spark.conf.unset("spark.databricks.delta.write.txnVersion")
-    _, ledger = delta.state(spark, table.path)
-    assert ledger.last_batch is None and delta.last_batch(spark, table.path, known=ledger) == 5
+    _, history = ledger.state(spark, table.path)
+    assert history.last_batch is None and ledger.last_batch(spark, table.path, known=history) == 5
     result = _batch(spark, table, tmp_path / "1", ["2,1,U,b"])
-    assert result.version == 1 and delta.txn_version(spark, table.path) == 6
+    assert result.version == 1 and ledger.txn_version(spark, table.path) == 6
 
 
 def test_a_truncate_marks_the_side_table_and_stays_honoured(spark: Any, tmp_path: Path) -> None:
@@ -111,18 +111,18 @@ def test_a_truncate_marks_the_side_table_and_stays_honoured(spark: Any, tmp_path
     _batch(spark, table, tmp_path / "2", ["2,9,D,", "3,2,D,", "4,2,D,", "8,2,D,"])
     # Every batch reads the side table: a batch adds one file of tombstones, not one per shuffle partition.
     assert len(deltalake.DeltaTable(table.tombstone_table).file_uris()) == 1
-    properties = delta.table_properties(spark, table.tombstone_table)
+    properties = store.table_properties(spark, table.tombstone_table)
     assert tombstones.TRUNCATES_PROPERTY not in properties
     _batch(spark, table, tmp_path / "3", [",6,T,"])
-    assert delta.table_properties(spark, table.tombstone_table)[tombstones.TRUNCATES_PROPERTY] == "true"
+    assert store.table_properties(spark, table.tombstone_table)[tombstones.TRUNCATES_PROPERTY] == "true"
     # Later batches: a new key older than the truncate is late; a newer one is inserted.
     result = _batch(spark, table, tmp_path / "4", ["5,4,U,old", "6,7,U,new"])
     assert (result.metrics.late, result.metrics.inserted) == (1, 1)
     assert read_table(table.path, ["id", "a"]) == [{"id": 6, "a": "new"}]
     # Vacuum rewrites the side table; the mark (and so the truncate) survives it.
-    _, ledger = delta.state(spark, table.path)
-    tombstones.collect_garbage(spark, table, ledger.batch_ids, txn_version=4)
-    assert delta.table_properties(spark, table.tombstone_table)[tombstones.TRUNCATES_PROPERTY] == "true"
+    _, history = ledger.state(spark, table.path)
+    tombstones.collect_garbage(spark, table, history.batch_ids, txn_version=4)
+    assert store.table_properties(spark, table.tombstone_table)[tombstones.TRUNCATES_PROPERTY] == "true"
     result = _batch(spark, table, tmp_path / "5", ["7,5,U,old"])
     assert result.metrics.late == 1
 
@@ -147,8 +147,8 @@ def test_the_batch_s_own_writes_leave_its_cached_classification_in_place(
     """A batch writes to paths its classification read: its tombstones, its log, its table. Spark
     drops (and plans again, or recomputes) every cached plan over a path that is written, so the
     classification must read fixed versions, or each write would redo it."""
-    from lakemerge import commit as commit_module
-    from lakemerge import plan as plan_module
+    from lakemerge.batch import commit as commit_module
+    from lakemerge.batch import plan as plan_module
 
     table = _table(tmp_path, write_mode=write_mode)
     _batch(spark, table, tmp_path / "1", ["1,1,U,a", "2,1,U,b", "3,1,U,c"])
@@ -180,7 +180,7 @@ def test_a_batch_reads_the_tombstone_table_from_its_checksums_list_of_files(spar
     for number, lines in enumerate(batches):
         write_lines(tmp_path / "in" / f"b{number}.csv", lines)
         lakemerge.apply_table(table, spark=spark)
-    assert delta.read_listed(spark, table.tombstone_table) is not None
+    assert stats.read_listed(spark, table.tombstone_table) is not None
     write_lines(tmp_path / "in" / "b2.csv", ["k,seq,op,a", "2,3,D,", "1,1,U,late", "5,3,U,v"])
     ran = jobs_of(spark, lambda: lakemerge.apply_table(table, spark=spark))
     assert len([job for job in ran if "Filtering files" in job]) == 1, ran  # the table's alone

@@ -13,14 +13,16 @@ from lakemerge.api import (
     quarantine,
     read_current,
     register,
+    report,
     rollback,
     run,
     show,
     snapshot,
+    snapshots,
+    spark_session,
     vacuum,
 )
-from lakemerge.apply.log import merged_view_sql, read_merged, register_view
-from lakemerge.config.models import FeedConfig, GroupConfig, PipelineConfig, SparkSettings, TableConfig
+from lakemerge.config import FeedConfig, GroupConfig, PipelineConfig, SparkSettings, TableConfig
 from lakemerge.config.pipeline_file import load_pipeline
 from lakemerge.config.properties_file import load_properties
 from lakemerge.errors import (
@@ -33,13 +35,24 @@ from lakemerge.errors import (
     SchemaError,
     TableError,
 )
-from lakemerge.groups import GroupPoint
-from lakemerge.results import AppliedFile, BatchMetrics, BatchResult, CommitInfo, CompactionResult, TableSummary
+from lakemerge.results import (
+    AppliedFile,
+    BatchMetrics,
+    BatchResult,
+    ChangedRecord,
+    CommitInfo,
+    CompactionResult,
+    DemoResult,
+    GroupPoint,
+    QuarantinedRow,
+    Registered,
+    ReportResult,
+    RollbackResult,
+    TableSummary,
+    VacuumResult,
+)
 from lakemerge.spark import get_spark
-from lakemerge.table.catalog import Registered
-from lakemerge.table.quarantine import QuarantinedRow
-from lakemerge.table.rollback import RollbackResult
-from lakemerge.table.vacuum import VacuumResult
+from lakemerge.table.logview import merged_view_sql, read_merged, register_view
 
 try:  # the version is written once, in pyproject.toml
     __version__ = _metadata.version("lakemerge")
@@ -51,10 +64,12 @@ __all__ = [
     "AppliedFile",
     "BatchMetrics",
     "BatchResult",
+    "ChangedRecord",
     "CommitInfo",
     "CompactionResult",
     "ConfigError",
     "ConflictError",
+    "DemoResult",
     "FeedConfig",
     "GroupConfig",
     "GroupPoint",
@@ -64,6 +79,7 @@ __all__ = [
     "PipelineConfig",
     "QuarantinedRow",
     "Registered",
+    "ReportResult",
     "RollbackResult",
     "SchemaError",
     "SparkSettings",
@@ -86,9 +102,12 @@ __all__ = [
     "read_merged",
     "register",
     "register_view",
+    "report",
     "rollback",
     "run",
     "show",
     "snapshot",
+    "snapshots",
+    "spark_session",
     "vacuum",
 ]

@@ -1,73 +1,114 @@
-"""The Python API: the CLI's operations as functions, for orchestrators (Airflow, Dagster, ...).
+"""The Python API: every operation of lakemerge as a function, for orchestrators (Airflow, Dagster,
+...) and for the command line, which is a thin layer over it.
 
 Every function takes keyword arguments after the first, starts (or reuses) a SparkSession when
-none is given, and returns typed results.
+none is given, and returns typed results (:mod:`lakemerge.results`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from lakemerge import batch
-from lakemerge.config.models import PipelineConfig, SparkSettings, TableConfig
+from lakemerge.config import PipelineConfig, SparkSettings, TableConfig
 from lakemerge.config.pipeline_file import load_pipeline
-from lakemerge.groups import GroupPoint
-from lakemerge.groups import snapshot as group_snapshot
-from lakemerge.results import BatchResult, CommitInfo, CompactionResult, TableSummary
-from lakemerge.run import run_pipeline
-from lakemerge.spark import get_spark
-from lakemerge.table import inspect, maintenance
-from lakemerge.table.catalog import Registered, register_tables
-from lakemerge.table.quarantine import QuarantinedRow, list_quarantine
-from lakemerge.table.rollback import RollbackResult
-from lakemerge.table.rollback import rollback as rollback_table
-from lakemerge.table.vacuum import VacuumResult
-from lakemerge.table.vacuum import vacuum as vacuum_table
+from lakemerge.config.properties_file import load_properties
+from lakemerge.errors import ConfigError, TableError
+from lakemerge.results import (
+    BatchResult,
+    ChangedRecord,
+    CommitInfo,
+    CompactionResult,
+    DemoResult,
+    GroupPoint,
+    QuarantinedRow,
+    Registered,
+    ReportResult,
+    RollbackResult,
+    SparkConf,
+    TableSummary,
+    VacuumResult,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+__all__ = [
+    "apply",
+    "apply_table",
+    "changed_records",
+    "compact",
+    "demo",
+    "history",
+    "load_pipeline",
+    "load_properties",
+    "quarantine",
+    "read_current",
+    "register",
+    "report",
+    "rollback",
+    "run",
+    "show",
+    "snapshot",
+    "snapshots",
+    "spark_conf",
+    "spark_session",
+    "vacuum",
+]
+
+Pipeline = PipelineConfig | str | os.PathLike[str]
+
+
+def spark_session(
+    settings: SparkSettings | None = None, *, master: str | None = None, verbose: bool = False
+) -> SparkSession:
+    """The active SparkSession, or one started with ``settings`` (``master`` overriding theirs):
+    Delta's jars and extensions, and Spark's own output in a log file unless ``verbose``."""
+    from lakemerge.spark import get_spark
+
+    chosen = settings or SparkSettings()
+    if master:
+        chosen = chosen.model_copy(update={"master": master})
+    return get_spark(chosen, verbose=verbose)
+
+
+def spark_conf(pipeline: Pipeline, *, master: str | None = None) -> SparkConf:
+    """The Spark settings lakemerge starts the pipeline's session with, for ``spark-submit`` or
+    ``spark-defaults.conf`` on a cluster."""
+    from lakemerge.spark.session import session_conf
+
+    config = _pipeline(pipeline)
+    return SparkConf(master=master or config.spark.master, conf=session_conf(config.spark))
+
 
 def apply(
-    pipeline: PipelineConfig | str | os.PathLike[str],
+    pipeline: Pipeline,
     *,
     tables: Sequence[str] | None = None,
     dry_run: bool = False,
     spark: SparkSession | None = None,
+    on_result: Callable[[BatchResult], None] | None = None,
 ) -> list[BatchResult]:
     """Apply the next batch of each table of a pipeline (or of ``tables``), one commit per table,
-    in the pipeline's order. With ``dry_run``, plan and report only.
+    in the pipeline's order. With ``dry_run``, plan and report only. ``on_result`` is called with
+    each table's result as soon as it is known.
 
     Raises:
         LakemergeError: (a subclass) at the first table that fails; earlier tables stay committed.
     """
-    config, chosen = _tables(pipeline, tables)
-    session = spark or get_spark(config.spark)
-    return [batch.apply_table(table, spark=session, dry_run=dry_run) for table in chosen]
+    from lakemerge.batch.attempts import apply_table as apply_one
 
-
-def run(
-    pipeline: PipelineConfig | str | os.PathLike[str],
-    *,
-    tables: Sequence[str] | None = None,
-    max_batches: int | None = None,
-    spark: SparkSession | None = None,
-) -> list[BatchResult]:
-    """Apply every pending batch of each table until none is left; the committed batches' results."""
-    config, chosen = _tables(pipeline, tables)
-    return run_pipeline(
-        config, spark=spark or get_spark(config.spark), tables=[t.name for t in chosen], max_batches=max_batches
-    )
-
-
-def snapshot(
-    pipeline: PipelineConfig | str | os.PathLike[str], group: str, *, spark: SparkSession | None = None
-) -> GroupPoint | None:
-    """The group's consistent point ``{table: version}`` (``None`` before its first complete run)."""
-    config, _ = _tables(pipeline, None)
-    return group_snapshot(config, group, spark=spark or get_spark(config.spark))
+    config = _pipeline(pipeline)
+    session = spark or spark_session(config.spark)
+    results = []
+    for table in config.tables_named(tables):
+        results.append(apply_one(table, spark=session, dry_run=dry_run))
+        if on_result is not None:
+            on_result(results[-1])
+    return results
 
 
 def apply_table(
@@ -78,7 +119,62 @@ def apply_table(
     spark: SparkSession | None = None,
 ) -> BatchResult:
     """Apply the next batch of one table's feed (or of ``inputs``) in one commit (or plan it only)."""
-    return batch.apply_table(table, spark=spark or get_spark(SparkSettings()), inputs=inputs, dry_run=dry_run)
+    from lakemerge.batch.attempts import apply_table as apply_one
+
+    return apply_one(table, spark=spark or spark_session(), inputs=inputs, dry_run=dry_run)
+
+
+def run(
+    pipeline: Pipeline,
+    *,
+    tables: Sequence[str] | None = None,
+    max_batches: int | None = None,
+    watch: bool = False,
+    interval: float = 60.0,
+    stop: threading.Event | None = None,
+    on_result: Callable[[BatchResult], None] | None = None,
+    spark: SparkSession | None = None,
+) -> list[BatchResult]:
+    """Apply every pending batch of each table until none is left (with ``watch``, keep polling
+    every ``interval`` seconds until ``stop`` is set); the committed batches' results, each also
+    given to ``on_result`` as it commits. Groups of tables are applied group run by group run."""
+    from lakemerge.batch.run import run_pipeline
+
+    config = _pipeline(pipeline)
+    return run_pipeline(
+        config,
+        spark=spark or spark_session(config.spark),
+        tables=[t.name for t in config.tables_named(tables)],
+        watch=watch,
+        interval=interval,
+        max_batches=max_batches,
+        stop=stop,
+        on_result=on_result,
+    )
+
+
+def snapshot(pipeline: Pipeline, group: str, *, spark: SparkSession | None = None) -> GroupPoint | None:
+    """The group's consistent point ``{table: version}`` (``None`` before its first complete run)."""
+    from lakemerge.batch.groups import snapshot as group_snapshot
+
+    config = _pipeline(pipeline)
+    return group_snapshot(config, group, spark=spark or spark_session(config.spark))
+
+
+def snapshots(
+    pipeline: Pipeline, *, groups: Sequence[str] | None = None, spark: SparkSession | None = None
+) -> dict[str, GroupPoint | None]:
+    """The consistent point of each group of the pipeline (or of ``groups``).
+
+    Raises:
+        ConfigError: the pipeline defines no group.
+    """
+    config = _pipeline(pipeline)
+    names = list(groups or config.groups)
+    if not names:
+        raise ConfigError("the pipeline defines no group ([groups.NAME] with tables and state)", source=config.source)
+    session = spark or spark_session(config.spark)
+    return {name: snapshot(config, name, spark=session) for name in names}
 
 
 def rollback(
@@ -90,11 +186,14 @@ def rollback(
     spark: SparkSession | None = None,
 ) -> RollbackResult:
     """Restore the table to an earlier version; ``reapply`` makes the undone batches' files pending again."""
-    return rollback_table(spark or get_spark(), path, to_version=to_version, to_timestamp=to_timestamp, reapply=reapply)
+    from lakemerge.operations.rollback import rollback as rollback_table
+
+    session = spark or spark_session()
+    return rollback_table(session, path, to_version=to_version, to_timestamp=to_timestamp, reapply=reapply)
 
 
 def register(
-    pipeline: PipelineConfig | str | os.PathLike[str],
+    pipeline: Pipeline,
     *,
     tables: Sequence[str] | None = None,
     spark: SparkSession | None = None,
@@ -103,44 +202,53 @@ def register(
     under each table's ``catalog_name`` (default ``<database>.<name>``). Batches register their
     table themselves when it has a ``catalog_name``; this is for tables made before, or a new
     metastore."""
-    config, chosen = _tables(pipeline, tables)
-    session = spark or get_spark(config.spark)
+    from lakemerge.operations.catalog import register_tables
+
+    config = _pipeline(pipeline)
     named = [
         t if t.catalog_name else t.model_copy(update={"catalog_name": f"{config.spark.database}.{t.name}"})
-        for t in chosen
+        for t in config.tables_named(tables)
     ]
-    return register_tables(session, named)
-
-
-def _tables(
-    pipeline: PipelineConfig | str | os.PathLike[str], names: Sequence[str] | None
-) -> tuple[PipelineConfig, list[TableConfig]]:
-    config = pipeline if isinstance(pipeline, PipelineConfig) else load_pipeline(pipeline)
-    return config, [config.table(n) for n in names] if names else list(config.tables.values())
+    return register_tables(spark or spark_session(config.spark), named)
 
 
 def history(path: str, *, limit: int | None = None, spark: SparkSession | None = None) -> list[CommitInfo]:
     """The table's commits, newest first, with each batch's metrics and applied files."""
-    return inspect.history(spark or get_spark(), path, limit=limit)
+    from lakemerge.operations import inspect
+
+    return inspect.history(spark or spark_session(), path, limit=limit)
 
 
 def show(path: str, *, sample: int = 10, spark: SparkSession | None = None) -> TableSummary:
     """The table's schema, row and file counts, size and a few rows."""
-    return inspect.show(spark or get_spark(), path, sample=sample)
+    from lakemerge.operations import inspect
+
+    return inspect.show(spark or spark_session(), path, sample=sample)
 
 
 def changed_records(
     path: str, version: int, *, key: Sequence[str], limit: int = 20, spark: SparkSession | None = None
-) -> list[tuple[dict[str, Any] | None, dict[str, Any] | None]]:
-    """(before, after) pairs of rows that ``version`` changed, ordered by key."""
-    return inspect.changed_records(spark or get_spark(), path, version, key=key, limit=limit)
+) -> list[ChangedRecord]:
+    """The rows that ``version`` changed, before and after, ordered by key."""
+    from lakemerge.operations import inspect
+
+    return inspect.changed_records(spark or spark_session(), path, version, key=key, limit=limit)
 
 
 def quarantine(
-    table: TableConfig, *, limit: int | None = 100, spark: SparkSession | None = None
+    table: TableConfig | str, *, limit: int | None = 100, spark: SparkSession | None = None
 ) -> list[QuarantinedRow]:
-    """The table's quarantined bad records (of committed batches), newest batch first."""
-    return list_quarantine(spark or get_spark(), table_path=table.path, quarantine_path=table.quarantine, limit=limit)
+    """The table's quarantined bad records (of committed batches), newest batch first. ``table``: the
+    table's configuration, or its path (its quarantine then at ``PATH__quarantine``)."""
+    from lakemerge.table.quarantine import list_quarantine
+
+    path, where = (table.path, table.quarantine) if isinstance(table, TableConfig) else (table, quarantine_of(table))
+    return list_quarantine(spark or spark_session(), table_path=path, quarantine_path=where, limit=limit)
+
+
+def quarantine_of(path: str) -> str:
+    """Where the quarantine of the table at ``path`` is kept unless its configuration says otherwise."""
+    return f"{path.rstrip('/')}__quarantine"
 
 
 def vacuum(
@@ -152,36 +260,56 @@ def vacuum(
 ) -> VacuumResult:
     """Drop expired and orphaned tombstones, then VACUUM the table's unneeded files (Delta's
     retention safety applies). ``now_ms`` moves the clock tombstone retention is measured against."""
-    return vacuum_table(spark or get_spark(SparkSettings()), table, retain_hours=retain_hours, now_ms=now_ms)
+    from lakemerge.operations.vacuum import vacuum as vacuum_table
+
+    return vacuum_table(spark or spark_session(), table, retain_hours=retain_hours, now_ms=now_ms)
 
 
 def compact(
-    pipeline: PipelineConfig | str | os.PathLike[str],
+    pipeline: Pipeline,
     *,
     tables: Sequence[str] | None = None,
     spark: SparkSession | None = None,
 ) -> list[CompactionResult]:
     """Compact the pipeline's tables (or the named ones): fold ``log`` tables' change logs,
     bin-pack and cluster by key, purge deletion vectors (docs/modes.md)."""
-    config, chosen = _tables(pipeline, tables)
-    session = spark or get_spark(config.spark)
-    return [maintenance.compact(t, spark=session) for t in chosen]
+    from lakemerge.operations.compact import compact as compact_table
+
+    config = _pipeline(pipeline)
+    session = spark or spark_session(config.spark)
+    return [compact_table(t, spark=session) for t in config.tables_named(tables)]
+
+
+def report(path: str, out: str | os.PathLike[str], *, spark: SparkSession | None = None) -> ReportResult:
+    """Write a self-contained HTML page of the table's batch history, with plots, to ``out``."""
+    from lakemerge.operations.report import write_report
+
+    return write_report(spark or spark_session(), path, str(out))
+
+
+def demo(workdir: str | os.PathLike[str], *, spark: SparkSession | None = None) -> DemoResult:
+    """Lay out chombo's product example in ``workdir`` and apply it: master data, then a file of
+    inserts and updates and a file of deletes."""
+    from lakemerge.demo import run_demo
+
+    return run_demo(Path(workdir), spark=spark or spark_session())
 
 
 def read_current(spark: SparkSession, table: TableConfig) -> DataFrame:
     """The table's current rows as a DataFrame: for SCD2 tables the rows with ``__current``, without
     the history columns; for ``log`` tables the merged view over table and change log; for other
     tables the table itself."""
-    from lakemerge.apply.log import read_merged
-    from lakemerge.apply.scd2 import current
+    from lakemerge.table.logview import read_merged
+    from lakemerge.write.scd2 import current
 
     if table.log_mode:
         merged = read_merged(spark, table)
         if merged is None:
-            from lakemerge.errors import TableError
-
             raise TableError(f"table '{table.name}' has neither a Delta table nor a change log at {table.path}")
         return merged
-
     frame = spark.read.format("delta").load(table.path)
     return current(frame) if table.scd2 else frame
+
+
+def _pipeline(pipeline: Pipeline) -> PipelineConfig:
+    return pipeline if isinstance(pipeline, PipelineConfig) else load_pipeline(pipeline)

@@ -97,3 +97,12 @@ class AccountingError(LakemergeError):
     """Internal check failed: the batch's row counts do not add up. Never committed."""
 
     exit_code = 1
+
+
+def first_line(exc: BaseException) -> str:
+    """The most telling line of a (possibly Java) exception's message."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    for line in lines:
+        if "Exception:" in line and not line.startswith("at "):
+            return line.split("Exception:", 1)[1].strip()[:400]
+    return (lines[0] if lines else type(exc).__name__)[:400]

@@ -1,4 +1,8 @@
-"""Typed results: what every operation returns, and what the CLI prints as text or JSON."""
+"""Typed results: what every operation returns, and what the CLI prints as text or JSON.
+
+Every result is a frozen dataclass deriving from :class:`Result`, whose :meth:`Result.to_dict` is
+the JSON document the CLI prints with ``--json``.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,16 @@ from typing import Any
 
 
 @dataclass(frozen=True)
-class AppliedFile:
+class Result:
+    """The base of every result."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready form (the CLI's ``--json`` output)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class AppliedFile(Result):
     """A change file applied by a batch, as recorded in the commit."""
 
     path: str
@@ -16,7 +29,7 @@ class AppliedFile:
 
 
 @dataclass(frozen=True)
-class BatchMetrics:
+class BatchMetrics(Result):
     """Row accounting of one batch.
 
     ``rows_read + snapshot_absent = inserted + updated + deleted + late + deletes_absent + superseded
@@ -62,7 +75,7 @@ class BatchMetrics:
 
 
 @dataclass(frozen=True)
-class CompactionResult:
+class CompactionResult(Result):
     """What one ``lakemerge compact`` (or automatic compaction) did to one table.
 
     Attributes:
@@ -92,13 +105,9 @@ class CompactionResult:
     clustering: str = "none"
     seconds: float = 0.0
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready form (the CLI's ``--json`` output)."""
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class BatchResult:
+class BatchResult(Result):
     """What applying one batch to one table did.
 
     Attributes:
@@ -134,13 +143,9 @@ class BatchResult:
     partitions_touched: int | None = None
     compaction: CompactionResult | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready form (the CLI's ``--json`` output)."""
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class CommitInfo:
+class CommitInfo(Result):
     """One commit of a table's history.
 
     Attributes:
@@ -160,13 +165,9 @@ class CommitInfo:
     files: tuple[AppliedFile, ...] = ()
     operation_metrics: dict[str, str] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready form."""
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class TableSummary:
+class TableSummary(Result):
     """What ``show`` reports: schema, size, latest version and a few rows."""
 
     path: str
@@ -178,6 +179,178 @@ class TableSummary:
     bytes: int
     sample: tuple[dict[str, Any], ...]
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready form."""
-        return asdict(self)
+
+@dataclass(frozen=True)
+class GroupPoint(Result):
+    """One recorded point of a group: the version of every table, and when it was recorded."""
+
+    group: str
+    point: int
+    versions: dict[str, int]
+    recorded_at: int
+
+
+@dataclass(frozen=True)
+class RollbackResult(Result):
+    """What a rollback did.
+
+    Attributes:
+        path: the table.
+        from_version: the latest version before the rollback.
+        to_version: the version whose content the table now shows.
+        version: the version of the restore commit itself.
+        reapply: whether the undone versions' files are pending again.
+        pending_again: those files (empty unless ``reapply``).
+    """
+
+    path: str
+    from_version: int
+    to_version: int
+    version: int
+    reapply: bool
+    pending_again: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class VacuumResult(Result):
+    """What a vacuum did.
+
+    Attributes:
+        table: the table's name.
+        path: the table's path.
+        files_deleted: data files VACUUM removed from the table (and from its tombstone table).
+        tombstones_removed: expired and orphaned tombstones dropped (and, in ``latest`` tables, all
+            but the newest of each key).
+        tombstones_kept: tombstones still honoured.
+        seconds: wall time.
+    """
+
+    table: str
+    path: str
+    files_deleted: int
+    tombstones_removed: int
+    tombstones_kept: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class QuarantinedRow(Result):
+    """One bad record kept in a table's quarantine: the batch that read it, the file and row it came
+    from, why it is bad, and the record as read."""
+
+    batch_id: str
+    table: str
+    file: str
+    row: int
+    reason: str
+    record: str
+
+
+@dataclass(frozen=True)
+class Registered(Result):
+    """What registering a table in the Spark catalog did.
+
+    Attributes:
+        table: the table's name in the pipeline.
+        name: its catalog name (``database.table``).
+        location: the table's path, as the catalog holds it.
+        created: whether this call created the catalog entry (``False``: it was there).
+        views: the views (re)created beside it.
+    """
+
+    table: str
+    name: str
+    location: str
+    created: bool
+    views: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ReportResult(Result):
+    """What ``report`` wrote: the HTML page ``out`` for the table at ``path``, of ``commits``
+    commits of which ``batches`` were lakemerge's batches."""
+
+    path: str
+    out: str
+    commits: int
+    batches: int
+    bytes_written: int
+
+
+@dataclass(frozen=True)
+class ChangedRecord(Result):
+    """A row before and after a commit; ``None`` for an absent row (an insert, or a delete)."""
+
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class DemoResult(Result):
+    """The two batches of the demo, what the second changed, and the table's history."""
+
+    workdir: str
+    table_path: str
+    batches: tuple[BatchResult, ...]
+    changes: tuple[ChangedRecord, ...]
+    history: tuple[CommitInfo, ...]
+
+
+@dataclass(frozen=True)
+class Batches(Result):
+    """The batches one command applied (``apply``, ``run``), in commit order."""
+
+    batches: tuple[BatchResult, ...]
+
+
+@dataclass(frozen=True)
+class History(Result):
+    """A table's commits, newest first (``history``)."""
+
+    table: str
+    commits: tuple[CommitInfo, ...]
+
+
+@dataclass(frozen=True)
+class Quarantine(Result):
+    """A table's quarantined records (``quarantine``): the table, where its quarantine is, the rows."""
+
+    table: str
+    quarantine: str
+    rows: tuple[QuarantinedRow, ...]
+
+
+@dataclass(frozen=True)
+class GroupPoints(Result):
+    """Each group's last consistent point (``snapshot``); ``None`` before its first complete run."""
+
+    groups: dict[str, GroupPoint | None]
+
+
+@dataclass(frozen=True)
+class Compactions(Result):
+    """What ``compact`` did to each table."""
+
+    tables: tuple[CompactionResult, ...]
+
+
+@dataclass(frozen=True)
+class Vacuums(Result):
+    """What ``vacuum`` did to each table."""
+
+    tables: tuple[VacuumResult, ...]
+
+
+@dataclass(frozen=True)
+class Registrations(Result):
+    """What ``register`` put in the Spark catalog, per table."""
+
+    tables: tuple[Registered, ...]
+
+
+@dataclass(frozen=True)
+class SparkConf(Result):
+    """The Spark settings lakemerge starts a session with (``conf``): the master and every setting."""
+
+    master: str
+    conf: dict[str, str]

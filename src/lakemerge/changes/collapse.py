@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from lakemerge.feeds import columns as C
+from lakemerge import columns as C
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

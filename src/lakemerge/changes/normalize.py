@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lakemerge.config.models import FILE_SEQUENCE_COLUMN, FeedConfig, TableConfig
+from lakemerge import columns as C
+from lakemerge.config.feed import FeedConfig
+from lakemerge.config.table import FILE_SEQUENCE_COLUMN, TableConfig
 from lakemerge.errors import ConfigError, InputError
-from lakemerge.feeds import columns as C
 from lakemerge.feeds.files import FeedFile
 from lakemerge.feeds.readers import RawFeed
 
@@ -201,36 +202,3 @@ def _check_type(spark: SparkSession, type_name: str, column: str) -> None:
         _parse_datatype_string(type_name)
     except Exception:
         raise ConfigError(f"'{type_name}' is not a Spark SQL type", key=f"feed.types.{column}") from None
-
-
-def first_bad_row(
-    changes: ChangeSet, files: Sequence[FeedFile], bad_count: int, *, threshold: bool = False
-) -> InputError:
-    """Build the error for a batch holding ``bad_count`` bad rows, naming the first one's file and
-    row. Two small actions; only called when the batch is already known to be bad."""
-    from pyspark.sql import functions as F
-
-    frame = changes.frame
-    first = (
-        frame.filter(F.col(C.ERROR).isNotNull())
-        .orderBy(C.FILE, C.BLOCK, C.ROW_ID)
-        .select(C.FILE, C.BLOCK, C.ROW_ID, C.RAW, C.ERROR, C.HEADER)
-        .limit(1)
-        .collect()[0]
-    )
-    file_index, block, row_id, raw, reason, header = first
-    before = frame.filter(
-        (F.col(C.FILE) == file_index)
-        & ((F.col(C.BLOCK) < block) | ((F.col(C.BLOCK) == block) & (F.col(C.ROW_ID) < row_id)))
-    ).count()
-    row = before + 1 + int(header)
-    message = str(reason)
-    if raw is not None:
-        shown = raw if len(raw) <= 120 else raw[:117] + "..."
-        message += f" (record: {shown!r})"
-    if bad_count > 1:
-        message += f"; {bad_count - 1} more bad row{'s' if bad_count > 2 else ''} in the batch"
-    if threshold:
-        message += "; more bad rows than the quarantine threshold allows"
-    message += "; nothing was applied"
-    return InputError(message, path=files[int(file_index)].path, row=row)

@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lakemerge.config.models import FeedConfig, TableConfig
+from lakemerge import columns as C
+from lakemerge.config.feed import FeedConfig
+from lakemerge.config.table import TableConfig
 from lakemerge.errors import InputError
-from lakemerge.feeds import columns as C
 from lakemerge.feeds.files import FeedFile
 
 if TYPE_CHECKING:
@@ -142,7 +143,7 @@ def absent_deletes(
     """
     from pyspark.sql import functions as F
 
-    from lakemerge.config.models import CURRENT
+    from lakemerge.config.table import CURRENT
 
     keys = list(table.key)
     scope = list(table.partition_by) if feed.snapshot_scope == "partitions" else []

@@ -1,18 +1,89 @@
-"""Render typed results for humans (Rich) or machines (one JSON document on stdout)."""
+"""How the command line shows results: text for people (Rich), or one JSON document for machines.
+
+A command picks its :class:`Output` once (:func:`pick`, from ``--json``) and hands it every result:
+:meth:`Output.item` as each batch commits, :meth:`Output.result` once at the end, and
+:meth:`Output.error` when the command fails. The JSON document of a result is its
+:meth:`~lakemerge.results.Result.to_dict`.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from lakemerge.results import BatchResult, CommitInfo, TableSummary
+from lakemerge.results import (
+    Batches,
+    BatchResult,
+    ChangedRecord,
+    CommitInfo,
+    Compactions,
+    DemoResult,
+    GroupPoints,
+    History,
+    Quarantine,
+    Registrations,
+    ReportResult,
+    Result,
+    RollbackResult,
+    SparkConf,
+    TableSummary,
+    Vacuums,
+)
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
+
+
+class Output:
+    """Where a command's results go (the base: text)."""
+
+    json = False
+
+    def item(self, result: BatchResult) -> None:
+        """A batch as it commits: shown at once."""
+        _batch(result)
+
+    def result(self, result: Result) -> None:
+        """The command's result."""
+        _RENDERERS[type(result)](result)
+
+    def note(self, text: str) -> None:
+        """A line for people only (what is happening, a hint)."""
+        out.print(text)
+
+    def error(self, kind: str, message: str, exit_code: int) -> None:
+        """The command failed (``kind``: the error's class name, ``InternalError`` for a bug,
+        ``Interrupted``): one line on stderr."""
+        label = {"InternalError": "internal error", "Interrupted": "interrupted"}.get(kind, "error")
+        err.print(f"[bold red]{label}:[/] {message}", soft_wrap=True)
+
+
+class JsonOutput(Output):
+    """One JSON document on stdout and nothing else; an error is a document too (and a line on stderr)."""
+
+    json = True
+
+    def item(self, result: BatchResult) -> None:
+        return None
+
+    def result(self, result: Result) -> None:
+        emit_json(result.to_dict())
+
+    def note(self, text: str) -> None:
+        return None
+
+    def error(self, kind: str, message: str, exit_code: int) -> None:
+        super().error(kind, message, exit_code)
+        emit_json({"error": {"kind": kind, "message": message, "exit_code": exit_code}})
+
+
+def pick(json_out: bool) -> Output:
+    """The output a command writes to: JSON with ``--json``, else text."""
+    return JsonOutput() if json_out else Output()
 
 
 def emit_json(document: Any) -> None:
@@ -20,56 +91,63 @@ def emit_json(document: Any) -> None:
     print(json.dumps(document, indent=2, default=str))
 
 
-def batch_results(results: Sequence[BatchResult]) -> None:
-    """One line per table, then its metrics."""
-    for r in results:
-        if r.dry_run:
-            where = f" in {r.partitions_touched} partition(s)" if r.partitions_touched is not None else ""
-            out.print(
-                f"[bold]{r.table}[/]: dry run, nothing committed: would apply {len(r.files)} file(s), "
-                f"touching {r.files_touched or 0} stored data file(s){where}"
-                + (" and create the table" if r.created else "")
-            )
-        elif r.version is None:
-            skipped = f" ({len(r.skipped_files)} file(s) already applied)" if r.skipped_files else ""
-            out.print(f"[bold]{r.table}[/]: nothing to apply{skipped}")
-            continue
-        else:
-            verb = "created" if r.created else "committed"
-            out.print(
-                f"[bold]{r.table}[/]: {verb} version {r.version} at {r.path} from {len(r.files)} file(s) "
-                f"in {r.seconds:.1f} s"
-            )
-        m = r.metrics
-        grid = Table(show_header=False, box=None, padding=(0, 2))
-        grid.add_column(justify="left")
-        grid.add_column(justify="right")
-        for label, value in (
-            ("rows read", m.rows_read),
-            ("inserted", m.inserted),
-            ("updated", m.updated),
-            ("deleted", m.deleted),
-            ("ignored as late", m.late),
-            ("superseded within the batch", m.superseded),
-            ("deletes of absent keys", m.deletes_absent),
-            ("bad rows quarantined", m.rows_bad),
-        ):
-            grid.add_row(label, str(value))
-        out.print(grid)
+def _batch(r: BatchResult) -> None:
+    """One line for a table's batch, then its metrics."""
+    if r.dry_run:
+        where = f" in {r.partitions_touched} partition(s)" if r.partitions_touched is not None else ""
+        out.print(
+            f"[bold]{r.table}[/]: dry run, nothing committed: would apply {len(r.files)} file(s), "
+            f"touching {r.files_touched or 0} stored data file(s){where}"
+            + (" and create the table" if r.created else "")
+        )
+    elif r.version is None:
+        skipped = f" ({len(r.skipped_files)} file(s) already applied)" if r.skipped_files else ""
+        out.print(f"[bold]{r.table}[/]: nothing to apply{skipped}")
+        return
+    else:
+        verb = "created" if r.created else "committed"
+        out.print(
+            f"[bold]{r.table}[/]: {verb} version {r.version} at {r.path} from {len(r.files)} file(s) "
+            f"in {r.seconds:.1f} s"
+        )
+    m = r.metrics
+    grid = Table(show_header=False, box=None, padding=(0, 2))
+    grid.add_column(justify="left")
+    grid.add_column(justify="right")
+    for label, value in (
+        ("rows read", m.rows_read),
+        ("inserted", m.inserted),
+        ("updated", m.updated),
+        ("deleted", m.deleted),
+        ("ignored as late", m.late),
+        ("superseded within the batch", m.superseded),
+        ("deletes of absent keys", m.deletes_absent),
+        ("bad rows quarantined", m.rows_bad),
+    ):
+        grid.add_row(label, str(value))
+    out.print(grid)
 
 
-def changes(pairs: Sequence[tuple[dict[str, Any] | None, dict[str, Any] | None]], key: Sequence[str]) -> None:
+def _batches(result: Batches) -> None:
+    """Batches are shown as they commit (:meth:`Output.item`): here only when there was none."""
+    if not result.batches:
+        out.print("nothing to apply")
+
+
+def _changes(pairs: Sequence[ChangedRecord], key: Sequence[str]) -> None:
     """Before → after of changed records."""
     if not pairs:
         return
     grid = Table(title="changed records (before → after)", show_header=True, header_style="bold")
     grid.add_column("key")
     grid.add_column("change")
-    for before, after in pairs:
+    for pair in pairs:
+        before, after = pair.before, pair.after
         row = after or before or {}
         label = ", ".join(str(row.get(k)) for k in key)
         if before is None and after is not None:
-            grid.add_row(label, "[green]inserted[/] " + _fields(after, key))
+            fields = ", ".join(f"{c}={v}" for c, v in after.items() if c not in key)
+            grid.add_row(label, "[green]inserted[/] " + fields)
         elif after is None and before is not None:
             grid.add_row(label, "[red]deleted[/]")
         elif before is not None and after is not None:
@@ -78,11 +156,7 @@ def changes(pairs: Sequence[tuple[dict[str, Any] | None, dict[str, Any] | None]]
     out.print(grid)
 
 
-def _fields(row: dict[str, Any], key: Sequence[str]) -> str:
-    return ", ".join(f"{c}={v}" for c, v in row.items() if c not in key)
-
-
-def history(commits: Sequence[CommitInfo]) -> None:
+def _commits(commits: Sequence[CommitInfo]) -> None:
     """The table's commits with lakemerge's metrics."""
     grid = Table(title="history", show_header=True, header_style="bold")
     for name in ("ver", "time (UTC)", "operation", "files", "read", "ins", "upd", "del", "late"):
@@ -99,7 +173,11 @@ def history(commits: Sequence[CommitInfo]) -> None:
     out.print(grid)
 
 
-def summary(s: TableSummary) -> None:
+def _history(result: History) -> None:
+    _commits(result.commits)
+
+
+def _summary(s: TableSummary) -> None:
     """Schema, counts and a sample."""
     out.print(f"[bold]{s.path}[/] version {s.version}: {s.rows} rows in {s.files} file(s), {s.bytes} bytes")
     if s.partition_by:
@@ -119,14 +197,111 @@ def summary(s: TableSummary) -> None:
         out.print(sample)
 
 
-def quarantined(rows: Sequence[Any]) -> None:
+def _quarantine(result: Quarantine) -> None:
     """Quarantined records, one per line."""
-    if not rows:
+    if not result.rows:
         out.print("no quarantined record")
         return
     grid = Table(title="quarantined records", show_header=True, header_style="bold")
     for name in ("file", "row", "reason", "record"):
         grid.add_column(name, overflow="fold")
-    for r in rows:
+    for r in result.rows:
         grid.add_row(r.file.rsplit("/", 1)[-1], str(r.row), r.reason, r.record)
     out.print(grid)
+
+
+def _rollback(result: RollbackResult) -> None:
+    out.print(
+        f"{result.path}: restored to version {result.to_version} (was {result.from_version}) in commit {result.version}"
+    )
+    if result.reapply:
+        out.print(f"{len(result.pending_again)} file(s) are pending again")
+    else:
+        out.print("files applied by the undone versions stay applied")
+
+
+def _points(result: GroupPoints) -> None:
+    for name, point in result.groups.items():
+        if point is None:
+            out.print(f"[bold]{name}[/]: no complete group run yet")
+        else:
+            versions = ", ".join(f"{t} @ {v}" for t, v in point.versions.items())
+            out.print(f"[bold]{name}[/] point {point.point}: {versions}")
+
+
+def _vacuums(result: Vacuums) -> None:
+    for r in result.tables:
+        out.print(
+            f"[bold]{r.table}[/]: {r.files_deleted} files deleted, {r.tombstones_removed} tombstones removed, "
+            f"{r.tombstones_kept} kept ({r.seconds:.1f} s)"
+        )
+
+
+def _registrations(result: Registrations) -> None:
+    if not result.tables:
+        out.print("no table exists yet: nothing registered (apply a batch first)")
+    for r in result.tables:
+        views = f" (views: {', '.join(r.views)})" if r.views else ""
+        state = "registered" if r.created else "already registered"
+        out.print(f"[bold]{r.table}[/]: {state} as {r.name} → {r.location}{views}")
+
+
+def _compactions(result: Compactions) -> None:
+    for r in result.tables:
+        folded = f"{r.log_batches_folded} log batches ({r.log_rows_folded} rows) folded, " if r.log_rows_folded else ""
+        if r.tombstones_moved:
+            folded += f"{r.tombstones_moved} tombstones moved out of the log, "
+        purged = ", deletion vectors purged" if r.deletion_vectors_purged else ""
+        out.print(
+            f"[bold]{r.table}[/]: {folded}{r.files_removed} files rewritten into {r.files_added}{purged} "
+            f"({r.seconds:.1f} s)"
+        )
+
+
+def _report(result: ReportResult) -> None:
+    out.print(f"wrote {result.out}: {result.batches} batch(es) in {result.commits} commit(s)")
+
+
+def _spark_conf(result: SparkConf) -> None:
+    """``spark-submit`` options (what ``conf`` prints without ``--defaults``)."""
+    import shlex
+
+    print(f"--master {shlex.quote(result.master)}")
+    for key, value in result.conf.items():
+        print(f"--conf {shlex.quote(f'{key}={value}')}")
+
+
+def spark_defaults(result: SparkConf) -> None:
+    """``spark-defaults.conf`` lines (``conf --defaults``)."""
+    print(f"spark.master {result.master}")
+    for key, value in result.conf.items():
+        print(f"{key} {value}")
+
+
+def _demo(result: DemoResult) -> None:
+    out.print(f"Demo files in {result.workdir}; table at {result.table_path}\n")
+    out.print("[bold]Batch 1[/]: the master data creates the table")
+    _batch(result.batches[0])
+    out.print("\n[bold]Batch 2[/]: an incremental file (inserts, updates, one late update) and a delete file")
+    for batch in result.batches[1:]:
+        _batch(batch)
+    _changes(result.changes, ("product_id",))
+    _commits(result.history)
+    out.print(f"\nTry: lakemerge show {result.table_path}")
+
+
+_RENDERERS: dict[type, Callable[[Any], None]] = {
+    Batches: _batches,
+    BatchResult: _batch,
+    History: _history,
+    TableSummary: _summary,
+    Quarantine: _quarantine,
+    RollbackResult: _rollback,
+    GroupPoints: _points,
+    Vacuums: _vacuums,
+    Registrations: _registrations,
+    Compactions: _compactions,
+    ReportResult: _report,
+    SparkConf: _spark_conf,
+    DemoResult: _demo,
+}

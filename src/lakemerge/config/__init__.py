@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
-from lakemerge.config.models import FeedConfig, PipelineConfig, SparkSettings, TableConfig
+from lakemerge.config.feed import FeedConfig
+from lakemerge.config.pipeline import GroupConfig, PipelineConfig
+from lakemerge.config.spark import SparkSettings
+from lakemerge.config.table import TableConfig
 
-__all__ = ["FeedConfig", "PipelineConfig", "SparkSettings", "TableConfig"]
+__all__ = ["FeedConfig", "GroupConfig", "PipelineConfig", "SparkSettings", "TableConfig"]

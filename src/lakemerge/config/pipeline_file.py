@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from lakemerge.config.loading import is_uri, validate
-from lakemerge.config.models import PipelineConfig
+from lakemerge.config.pipeline import PipelineConfig
 from lakemerge.errors import ConfigError
 
 

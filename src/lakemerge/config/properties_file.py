@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lakemerge.config.loading import validate
-from lakemerge.config.models import TableConfig
+from lakemerge.config.table import TableConfig
 from lakemerge.errors import ConfigError
 
 

@@ -1,4 +1,4 @@
-"""The seed's product example (000_…), applied end to end: ``lakemerge demo``.
+"""chombo's product example, applied end to end: ``lakemerge demo``.
 
 Writes the master data, an incremental file of inserts and updates, and a file of deletes whose
 name starts with ``del`` into a working directory, beside the chombo properties file, then applies
@@ -9,15 +9,14 @@ incremental and delete files change it.
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lakemerge import packaged
-from lakemerge.batch import apply_table
+from lakemerge.batch.attempts import apply_table
 from lakemerge.config.properties_file import load_properties
-from lakemerge.results import BatchResult, CommitInfo
-from lakemerge.table import inspect
+from lakemerge.operations import inspect
+from lakemerge.results import DemoResult
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -26,17 +25,6 @@ COLUMNS = ("product_id", "category", "brand", "price", "inventory", "updated_at"
 TYPES = {"price": "int", "inventory": "int"}
 MASTER = "master_1427770906.csv"
 INCREMENTAL = ("incr_1428415316.csv", "del_1428600000.csv")
-
-
-@dataclass(frozen=True)
-class DemoResult:
-    """The two batches of the demo, what the second changed, and the table's history."""
-
-    workdir: str
-    table_path: str
-    batches: tuple[BatchResult, ...]
-    changes: tuple[tuple[dict[str, Any] | None, dict[str, Any] | None], ...]
-    history: tuple[CommitInfo, ...]
 
 
 def run_demo(workdir: str | Path, *, spark: SparkSession) -> DemoResult:

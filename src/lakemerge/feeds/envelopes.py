@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from lakemerge.config.models import FeedConfig
+from lakemerge import columns as C
+from lakemerge.config.feed import FeedConfig
 from lakemerge.errors import InputError
-from lakemerge.feeds import columns as C
 from lakemerge.feeds.files import FeedFile
-from lakemerge.feeds.readers import _position, _Read, read_columnar, read_csv
+from lakemerge.feeds.formats import Read, position, read_columnar, read_csv
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -29,7 +29,7 @@ _CORRUPT = "_lm_corrupt"
 TOMBSTONE = "tombstone"
 
 
-def read_debezium(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -> _Read:
+def read_debezium(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -> Read:
     """Debezium events as change rows (see the module docstring)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType, StructField, StructType
@@ -95,7 +95,7 @@ def read_debezium(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -
         *[m for m in ("__op", "__ts_ms") if m == "__op" or ts is not None],
         *[f"__source_{n}" for n in (struct_fields("source") if source is not None else [])],
     )
-    return _Read(_position(frame), tuple(names), 0)
+    return Read(position(frame), tuple(names), 0)
 
 
 def is_full_load(file: FeedFile) -> bool:
@@ -103,7 +103,7 @@ def is_full_load(file: FeedFile) -> bool:
     return file.name.upper().startswith("LOAD")
 
 
-def read_dms(spark: SparkSession, feed: FeedConfig, files: Sequence[FeedFile]) -> _Read:
+def read_dms(spark: SparkSession, feed: FeedConfig, files: Sequence[FeedFile]) -> Read:
     """DMS output: change files with ``Op`` first, full-load files without it (inserts)."""
     from pyspark.sql import functions as F
 
@@ -136,4 +136,4 @@ def read_dms(spark: SparkSession, feed: FeedConfig, files: Sequence[FeedFile]) -
     frame = parts[0]
     for other in parts[1:]:
         frame = frame.unionByName(other, allowMissingColumns=True)
-    return _Read(frame, (op, *[n for n in names if n != op]), 0)
+    return Read(frame, (op, *[n for n in names if n != op]), 0)

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lakemerge.config.models import absolute
+from lakemerge.config.base import absolute
 from lakemerge.errors import InputError
 from lakemerge.spark.jvm import jclass
 
@@ -150,11 +150,6 @@ def _java_message(exc: Exception) -> str:
         if "Exception:" in line:
             return line.split("Exception:", 1)[1].strip()
     return text[0] if text else type(exc).__name__
-
-
-def total_bytes(files: Sequence[FeedFile]) -> int:
-    """Sum of the files' sizes."""
-    return sum(f.size for f in files)
 
 
 def first_changed(spark: SparkSession, files: Sequence[FeedFile]) -> str | None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from lakemerge.errors import ConflictError, InputError, LakemergeError
+import contextlib
+from collections.abc import Iterator
+
+from lakemerge.errors import ConflictError, InputError, LakemergeError, first_line
 
 _CONFLICTS = (
     "ConcurrentAppendException",
@@ -13,15 +16,6 @@ _CONFLICTS = (
     "ProtocolChangedException",
     "ConcurrentWriteException",
 )
-
-
-def first_line(exc: BaseException) -> str:
-    """The most telling line of a (possibly Java) exception's message."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    for line in lines:
-        if "Exception:" in line and not line.startswith("at "):
-            return line.split("Exception:", 1)[1].strip()[:400]
-    return (lines[0] if lines else type(exc).__name__)[:400]
 
 
 def translate(exc: BaseException, *, reading: bool) -> LakemergeError | None:
@@ -37,3 +31,13 @@ def translate(exc: BaseException, *, reading: bool) -> LakemergeError | None:
     if reading:
         return InputError(f"cannot read change files: {first_line(exc)}")
     return None
+
+
+@contextlib.contextmanager
+def translated(*, reading: bool) -> Iterator[None]:
+    """Spark's exceptions raised in the block, as lakemerge's errors where :func:`translate` knows
+    them (``reading``: while reading change files, whose failures name them)."""
+    try:
+        yield
+    except Exception as exc:
+        raise (translate(exc, reading=reading) or exc) from exc

@@ -4,7 +4,7 @@ Spark writes a number literal into the Java source it compiles for a stage, so a
 from the batch before only by such a literal (a batch number, a key span) is new code: compiled by
 Janino and then run cold by the JVM, every batch. A literal array is passed to the compiled code as
 an object instead, and an element of it stays an element, not a literal, as long as its index is
-computed from the data, which the optimizer cannot fold (bench/RESULTS.md, "Eighteenth session":
+computed from the data, which the optimizer cannot fold (bench/RESULTS.md, "Generated code per batch":
 8 classes a batch, and 6-9 % of a batch's time).
 """
 

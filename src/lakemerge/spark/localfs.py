@@ -5,9 +5,9 @@ whose default for ``file:`` paths (``ChecksumFs``) writes a ``.crc`` side file b
 renames it with the file. With no native Hadoop library (PySpark ships none), Hadoop starts a process
 for each status lookup in a rename (``readlink``, four per rename) and for each file it creates
 (``chmod``): about twenty processes, 70-100 ms, for every Delta commit. Without the side files (Hadoop's
-``RawLocalFs``) a commit starts half as many and takes 30-50 ms (bench/RESULTS.md, "Nineteenth session").
-Local sessions lakemerge starts use it; the files Delta reads and writes are the same, and a reader
-that checks side files finds none for them, so checks nothing.
+``RawLocalFs``) a commit starts half as many and takes 30-50 ms (bench/RESULTS.md, "Commits without
+checksum side files"). Local sessions lakemerge starts use it; the files Delta reads and writes are
+the same, and a reader that checks side files finds none for them, so checks nothing.
 
 A file Delta overwrites in place (``_last_checkpoint``, ``_last_vacuum_info``) may still have a side file
 from a session with the default: overwritten without it, the side file no longer matches, and such a
@@ -28,7 +28,7 @@ from urllib.parse import urlparse
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from lakemerge.config.models import TableConfig
+    from lakemerge.config.table import TableConfig
 
 logger = logging.getLogger(__name__)
 

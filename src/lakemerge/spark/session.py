@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lakemerge import packaged
-from lakemerge.config.models import SparkSettings
+from lakemerge.config.spark import SparkSettings
 from lakemerge.spark import localfs
 
 if TYPE_CHECKING:
@@ -29,11 +29,6 @@ DELTA_PACKAGE = "io.delta:delta-spark_4.1_2.13:4.4.0"
 #: Spark's Avro data source. Its newest Spark 4.1 release on Maven Central is 4.1.1 (the later
 #: 4.1 patch releases published no spark-avro artifact); the data source API is stable within 4.1.
 AVRO_PACKAGE = "org.apache.spark:spark-avro_2.13:4.1.1"
-
-
-def avro_package() -> str:
-    """Maven coordinates of the Avro data source lakemerge adds to every session."""
-    return AVRO_PACKAGE
 
 
 #: PySpark's setting for recording the Python call site of every column expression.
@@ -48,13 +43,13 @@ _DEFAULTS: dict[str, str] = {
     # Spark keeps the classes it compiles for a query's generated code in a cache of 100 by default;
     # one batch compiles about as many (its queries, Delta's snapshot and commit queries), so each
     # batch evicted the last one's and compiled them all again: 0.7-1.1 s of a 4 s batch
-    # (bench/HISTORY.md, "Sixth session"). A batch now compiles little more than the code its
+    # (bench/RESULTS.md, "Generated-code cache"). A batch now compiles little more than the code its
     # literals change.
     "spark.sql.codegen.cache.maxEntries": "1000",
     # PySpark records, for every column expression built in Python (`F.col`, `==`, `.alias`, ...),
     # the Python call site, for the "DataFrame context" of runtime errors: a stack walk and four
     # more calls into the JVM each time. A batch builds about a thousand such expressions, so this
-    # cost 0.5-1 s of a 3-4 s batch (bench/RESULTS.md, "Twelfth session"); lakemerge names the
+    # cost 0.5-1 s of a 3-4 s batch (bench/RESULTS.md, "PySpark DataFrame debugging"); lakemerge names the
     # file, row and column of its errors itself. PySpark reads the setting once per process.
     DEBUGGING: "false",
 }
@@ -64,7 +59,7 @@ _DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
 
 #: The garbage collector of a local session's JVM (driver and executors in one), unless the JVM's
 #: options name one already (see :func:`_with_local_jvm`): the parallel collector made batches
-#: 3-10 % faster than the JVM's default G1 on 2 cores (bench/HISTORY.md, "Seventh session"): its
+#: 3-10 % faster than the JVM's default G1 on 2 cores (bench/RESULTS.md, "Garbage collector"): its
 #: pauses are short at a local session's heap sizes, and G1's barriers and concurrent threads cost
 #: more there.
 LOCAL_COLLECTOR = "-XX:+UseParallelGC"
@@ -78,8 +73,8 @@ LOCAL_COLLECTOR = "-XX:+UseParallelGC"
 #: thousand rows or so. In interleaved fresh processes, batches 3-6 of 1,500 changes used 13-32 %
 #: less of the JVM's CPU and 3-17 % less time, of 150,000 13 % less time, and the hand-written
 #: MERGE 3-8 %; a process of twenty batches ran as fast with 17 % less CPU, and one JVM that plans
-#: thousands of different queries (the test suite) took 13 % longer (bench/RESULTS.md, "Twentieth
-#: session").
+#: thousands of different queries (the test suite) took 13 % longer (bench/RESULTS.md, "C2 compile
+#: thresholds").
 LOCAL_COMPILER = (
     "-XX:Tier4InvocationThreshold=25000",
     "-XX:Tier4MinInvocationThreshold=3000",
@@ -194,7 +189,7 @@ def session_conf(settings: SparkSettings) -> dict[str, str]:
         options = _with_local_jvm(conf.pop(_DRIVER_OPTIONS, ""), " ".join(elsewhere))
         if options:
             conf[_DRIVER_OPTIONS] = options
-    packages = [DELTA_PACKAGE, avro_package(), *settings.packages]
+    packages = [DELTA_PACKAGE, AVRO_PACKAGE, *settings.packages]
     extra = conf.get("spark.jars.packages")
     if extra:
         packages.extend(p.strip() for p in extra.split(",") if p.strip())
@@ -206,7 +201,8 @@ def get_spark(settings: SparkSettings | None = None, *, verbose: bool = False) -
     """Return the active SparkSession, or start one configured for Delta.
 
     An already running session (a notebook's, a test fixture's, a cluster job's) is reused as it
-    is: lakemerge then only checks that Delta's extension is there.
+    is: it must have been started with Delta's jars and extension (``lakemerge conf`` prints the
+    settings lakemerge would start it with).
     """
     from pyspark.sql import SparkSession
 

@@ -3,20 +3,20 @@
 A batch runs without adaptive query execution: its many small queries (the batch's statistics,
 the ledger's reads, Delta's own reads of the table's new versions and the snapshot each commit
 checks against) have little for it to decide, and its re-planning after every stage costs the
-driver's time (bench/HISTORY.md, tenth session: batches of 1,500 changes 12-14 % faster against
-the hand-written MERGE in the same runs, in both ``log`` and ``copy_on_write`` mode; neutral at
-150,000). The parts that read the whole table keep the session's own settings: the MERGE, the
+driver's time (bench/RESULTS.md, "Adaptive execution for small batches": batches of 1,500 changes 7-22 %
+faster in ``log`` and 7 % in ``copy_on_write`` mode against the hand-written MERGE of the same runs;
+neutral at 150,000). The parts that read the whole table keep the session's own settings: the MERGE, the
 history of an SCD2 table, compaction, and the classification of a batch too large to broadcast
-(``lakemerge.plan.BROADCAST_ROWS``; for a ``log`` table, whose larger batches still read only
+(``lakemerge.batch.plan.BROADCAST_ROWS``; for a ``log`` table, whose larger batches still read only
 their keys' rows, ``KEY_BROADCAST_ROWS``) or of a table with history or snapshots. A batch small
 enough to broadcast never shuffles the table (its rows are first reduced to the batch's keys), so
 it is classified and logged in shuffle partitions sized from its rows: one per
 :data:`ROWS_PER_PARTITION`, at most two per core and at least one per core. The copy-on-write
-MERGE deals such changes round-robin first (``lakemerge.apply.merge.write_changes``, ``regroup``):
+MERGE deals such changes round-robin first (``lakemerge.write.merge.write_changes``, ``regroup``):
 hashed on the key into those few partitions, they would make Spark shuffle the table into as few
-for the join and rewrite it from as many tasks (bench/HISTORY.md, eleventh session: SF10 batches
-35 s instead of 31 s). The session's values come back when the batch is done, whatever happens; a
-session is meant to apply one batch at a time.
+for the join and rewrite it from as many tasks (bench/RESULTS.md, "Adaptive execution for small
+batches": a MERGE at SF10 of 35 s instead of 31 s). The session's values come back when the batch is
+done, whatever happens; a session is meant to apply one batch at a time.
 
 ``spark.lakemerge.smallBatchTuning=false`` in the session's settings turns all of this off.
 """

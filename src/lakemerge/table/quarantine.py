@@ -9,63 +9,13 @@ a bad row twice.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from lakemerge.feeds import columns as C
-from lakemerge.feeds.files import FeedFile
-from lakemerge.table.delta import history_rows, parse_record
+from lakemerge.results import QuarantinedRow
+from lakemerge.table.ledger import history_rows, parse_record
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-
-@dataclass(frozen=True)
-class QuarantinedRow:
-    """One bad record."""
-
-    batch_id: str
-    table: str
-    file: str
-    row: int
-    reason: str
-    record: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready form."""
-        return asdict(self)
-
-
-def bad_rows(
-    frame: DataFrame,
-    *,
-    files: Sequence[FeedFile],
-    data_columns: Sequence[str],
-    batch_id: str,
-    table: str,
-) -> DataFrame:
-    """The bad rows of ``frame`` in quarantine form, with their 1-based row number in their file."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    paths = F.create_map(*[x for i, f in enumerate(files) for x in (F.lit(i), F.lit(f.path))])
-    in_file = Window.partitionBy(C.FILE).orderBy(C.BLOCK, C.ROW_ID)
-    record = F.coalesce(
-        F.col(C.RAW), F.to_json(F.struct(*[F.col(f"`{c}`") for c in data_columns if c in frame.columns]))
-    )
-    return (
-        frame.withColumn("_lm_line", F.row_number().over(in_file) + F.col(C.HEADER))
-        .filter(F.col(C.ERROR).isNotNull())
-        .select(
-            F.lit(batch_id).alias("batch_id"),
-            F.lit(table).alias("table"),
-            paths[F.col(C.FILE)].alias("file"),
-            F.col("_lm_line").cast("long").alias("row"),
-            F.col(C.ERROR).alias("reason"),
-            record.alias("record"),
-        )
-    )
 
 
 def write_bad_rows(rows: DataFrame, path: str) -> None:

@@ -17,7 +17,7 @@ while the table's history holds a commit of its batch id: a crash between the tw
 writer that lost a race, leaves tombstones that nobody honours.
 
 A ``log`` table writes no tombstone here per batch: its deletes are rows of the change log, committed
-with the batch (:func:`lakemerge.apply.log.tombstones` reads them), and compaction moves them here,
+with the batch (:func:`lakemerge.table.logview.tombstones` reads them), and compaction moves them here,
 confirmed, before it deletes them from the log (:func:`append_confirmed`).
 """
 
@@ -28,9 +28,9 @@ from collections.abc import Collection
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from lakemerge.config.models import TableConfig
-from lakemerge.feeds import columns as C
-from lakemerge.table import delta
+from lakemerge import columns as C
+from lakemerge.config.table import TableConfig
+from lakemerge.table import store
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -81,22 +81,23 @@ class Tombstones:
 
 
 def exists(spark: SparkSession, table: TableConfig) -> bool:
-    return delta.is_delta(spark, table.tombstone_table)
+    return store.is_delta(spark, table.tombstone_table)
 
 
 def read(spark: SparkSession, table: TableConfig, committed: Collection[str]) -> Tombstones:
     """The tombstones to honour: confirmed ones, and those of batches in ``committed``.
 
-    The side table is read at the version it has now (:func:`delta.read_listed` where Delta's
+    The side table is read at the version it has now (:func:`stats.read_listed` where Delta's
     checksum lists that version's files: the table gains a version with most batches, whose state
-    Delta would rebuild from its commits on every read; else :func:`delta.read_pinned`): a batch
+    Delta would rebuild from its commits on every read; else :func:`store.read_pinned`): a batch
     appends its own tombstones after it classified, which must not drop its cached classification.
 
     One small action finds the newest truncate, when the side table has ever held one. Returns an
     empty :class:`Tombstones` when the table keeps none."""
     from pyspark.sql import functions as F
 
-    from lakemerge.table.delta import read_listed, read_pinned, table_properties
+    from lakemerge.table.stats import read_listed
+    from lakemerge.table.store import read_pinned, table_properties
 
     if not table.tombstones or not exists(spark, table):
         return Tombstones()
@@ -146,13 +147,13 @@ def append(
     count: int,
 ) -> None:
     """Append the batch's tombstones: ``deletes`` (key and sequence columns) and, for a truncate,
-    one table-wide row, ``count`` rows in all, in files of about :data:`delta.ROWS_PER_FILE` rows
+    one table-wide row, ``count`` rows in all, in files of about :data:`store.ROWS_PER_FILE` rows
     (not one per shuffle partition: the side table is read by every batch). ``types`` gives the SQL
     type of each key and sequence column, so that a truncate's null key columns are typed like the
     table's."""
     from pyspark.sql import functions as F
 
-    from lakemerge.table.delta import files_for
+    from lakemerge.table.store import files_for
 
     columns = (*table.key, *table.sequence_columns)
     parts: list[DataFrame] = []
@@ -188,7 +189,7 @@ def _mark_truncates(spark: SparkSession, table: TableConfig, empty: DataFrame) -
     """Set :data:`TRUNCATES_PROPERTY` on the side table (creating it empty first when needed)
     before a truncate tombstone is appended: a crash in between leaves the property set and no
     truncate row, which readers handle; the reverse would hide the truncate."""
-    from lakemerge.table.delta import table_properties
+    from lakemerge.table.store import table_properties
 
     if exists(spark, table) and table_properties(spark, table.tombstone_table).get(TRUNCATES_PROPERTY) == "true":
         return
@@ -200,12 +201,12 @@ def _mark_truncates(spark: SparkSession, table: TableConfig, empty: DataFrame) -
 
 def append_confirmed(table: TableConfig, rows: DataFrame, *, count: int) -> None:
     """Append ``rows`` (``count`` of them: key and sequence columns, :data:`BATCH` and
-    :data:`WRITTEN_AT`) as confirmed key tombstones, in files of about :data:`delta.ROWS_PER_FILE`
+    :data:`WRITTEN_AT`) as confirmed key tombstones, in files of about :data:`store.ROWS_PER_FILE`
     rows: what compaction moves out of a ``log`` table's change log. Call inside
-    :func:`lakemerge.table.delta.commit_record` to make the append idempotent."""
+    :func:`lakemerge.table.ledger.commit_record` to make the append idempotent."""
     from pyspark.sql import functions as F
 
-    from lakemerge.table.delta import files_for
+    from lakemerge.table.store import files_for
 
     rows.select(
         *[F.col(f"`{c}`") for c in (*table.key, *table.sequence_columns)],

@@ -1,6 +1,6 @@
 """An append whose commit record is made from what the append itself counted: one Spark job.
 
-A batch's commit carries its metrics (:func:`lakemerge.table.delta.commit_record`), so they must be
+A batch's commit carries its metrics (:func:`lakemerge.table.ledger.commit_record`), so they must be
 known before Delta commits. Through the DataFrame writer, Delta writes and commits in one call, so a
 batch had to count its classified changes in a Spark job of their own first (and cache them for the
 write). Here lakemerge holds Delta's transaction open instead: the rows are written inside it, a
@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from lakemerge.errors import AccountingError
 from lakemerge.spark.jvm import jclass, scala_map, scala_seq
-from lakemerge.table.delta import DELTA_LOG, checksum_txn_version
+from lakemerge.table.ledger import checksum_txn_version
+from lakemerge.table.store import DELTA_LOG
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Observation, SparkSession

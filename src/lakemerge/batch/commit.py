@@ -1,0 +1,195 @@
+"""Commit one planned batch: one Delta commit carrying the batch's record (metrics and files).
+
+A copy-on-write or deletion-vector batch runs one MERGE (or an append of new keys), an SCD2
+batch rewrites its keys' history, and a ``log`` batch appends to its change log, counting its
+changes in the same Spark job (:mod:`lakemerge.table.transaction`). Tombstones of a table
+without a log go to their side table first; they count only once this commit exists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from lakemerge.batch import counts
+from lakemerge.errors import InputError
+from lakemerge.feeds.files import first_changed
+from lakemerge.results import BatchMetrics, BatchResult
+from lakemerge.spark.errors import translated
+from lakemerge.spark.scoped import scoped_conf
+from lakemerge.table import ledger, quarantine, tombstones, transaction
+from lakemerge.write import log, scd2, write_changes
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from lakemerge.batch.plan import BatchPlan
+
+
+class Superseded(Exception):
+    """Another writer committed this batch number first; the batch must be planned again."""
+
+
+def commit_batch(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
+    """Write the plan as one Delta commit carrying its record.
+
+    Raises:
+        AccountingError: the plan's counts do not add up (nothing is committed).
+        Superseded: a concurrent writer took the batch number (nothing of this plan is committed).
+    """
+    metrics = plan.metrics
+    if plan.counted:
+        counts.check_accounting(metrics)
+    record = _record(plan)
+    if plan.bad is not None:
+        with translated(reading=False):
+            quarantine.write_bad_rows(plan.bad, plan.table.quarantine)
+    if not plan.counted:
+        return _committed(spark, plan, _append_counting(spark, plan, record))
+    if metrics.tombstones_written and not plan.table.log_mode:
+        # (A log table's tombstones are rows of its log, appended below with the batch.)
+        with translated(reading=False), scoped_conf(spark, plan.settings or plan.own_settings):
+            _write_tombstones(spark, plan)
+    with ledger.commit_record(spark, record, txn_version=plan.txn_version), translated(reading=False):
+        _write(spark, plan)
+    return _committed(spark, plan, metrics)
+
+
+def _record(plan: BatchPlan) -> dict[str, Any]:
+    """The batch's record, as its commit carries it (:mod:`lakemerge.table.ledger`)."""
+    record: dict[str, Any] = {
+        "batch_id": plan.batch_id,
+        "table": plan.table.name,
+        "started_at": plan.started_at,
+        "txn_version": plan.txn_version,
+        "metrics": asdict(plan.metrics),
+        "files": [asdict(a) for a in plan.applied],
+    }
+    if plan.snapshots:
+        record["snapshots"] = plan.snapshots
+    return record
+
+
+def _write(spark: SparkSession, plan: BatchPlan) -> None:
+    """Write a counted plan's changes in one commit (inside :func:`ledger.commit_record`)."""
+    metrics = plan.metrics
+    if plan.history is not None:
+        with scoped_conf(spark, plan.own_settings):
+            scd2.write(
+                spark,
+                plan.table,
+                plan.history,
+                exists=plan.exists,
+                writes=plan.writes or 0,
+                txn_version=plan.txn_version,
+            )
+    elif plan.table.log_mode:
+        with scoped_conf(spark, plan.settings or plan.own_settings):
+            log.append(plan.table, _log_rows(spark, plan, plan.classified, writes=counts.log_writes(metrics)))
+    else:
+        with scoped_conf(spark, plan.own_settings):
+            write_changes(
+                spark,
+                plan.table,
+                plan.classified,
+                data_columns=plan.data_columns,
+                exists=plan.exists,
+                writes=counts.writes(metrics),
+                partial=plan.partial,
+                truncate_before=plan.truncate_before,
+                txn_version=plan.txn_version,
+                ranges=plan.ranges,
+                inserts_only=metrics.updated == metrics.deleted == metrics.truncated == 0,
+                # Classified in a small batch's few partitions: not what the rewrite should use.
+                regroup=bool(plan.settings),
+            )
+
+
+def _append_counting(spark: SparkSession, plan: BatchPlan, record: dict[str, Any]) -> BatchMetrics:
+    """Append an uncounted ``log`` plan's rows to the log, counting its changes by outcome in the
+    same Spark job, and commit them with ``record`` completed by those counts; the metrics.
+
+    Raises:
+        AccountingError: the counts do not add up (nothing is committed).
+        Superseded: a concurrent writer took the batch number (nothing is committed).
+    """
+    table = plan.table
+    observed, counted = transaction.observe(plan.classified, counts.tallies())
+    rows = _log_rows(spark, plan, observed, writes=counts.changes_bound(plan.metrics))
+    found: list[BatchMetrics] = []
+
+    def completed() -> str:
+        # The changes were read more than once (uncached): a file that changed meanwhile could
+        # have given each read other rows.
+        changed = first_changed(spark, plan.files)
+        if changed is not None:
+            raise InputError(
+                "file changed while its batch was read (its size or time are not what was listed); nothing "
+                "was committed: give new content a new name",
+                path=changed,
+            )
+        metrics = counts.from_tallies(plan.metrics, counted(), table=table)
+        found.append(metrics)
+        return ledger.record_metadata({**record, "metrics": asdict(metrics)})
+
+    with translated(reading=False), scoped_conf(spark, plan.settings or plan.own_settings):
+        version = transaction.append_with_record(
+            spark,
+            table.log_table,
+            rows,
+            record=completed,
+            app_id=ledger.TXN_APP_ID,
+            txn_version=plan.txn_version,
+            properties=log.properties(table, rows.schema),
+        )
+    if version is None:
+        raise Superseded()
+    return found[0]
+
+
+def _log_rows(spark: SparkSession, plan: BatchPlan, classified: DataFrame, *, writes: int) -> DataFrame:
+    """The log rows of ``plan``'s ``classified`` changes, in files for at most ``writes`` rows."""
+    return log.log_rows(
+        spark,
+        plan.table,
+        classified,
+        data_columns=plan.data_columns,
+        partial=plan.partial,
+        txn_version=plan.txn_version,
+        writes=writes,
+        keyed=plan.keyed,
+        stored_columns=plan.stored_columns,
+    )
+
+
+def _committed(spark: SparkSession, plan: BatchPlan, metrics: BatchMetrics) -> BatchResult:
+    """The result of ``plan``'s commit, found by its batch id in the table's (or log's) newest commits.
+
+    Raises:
+        Superseded: no commit holds the batch: Delta skipped it for a concurrent writer's.
+    """
+    target = plan.table.log_table if plan.table.log_mode else plan.table.path
+    found = ledger.find_commit(spark, target, plan.batch_id)
+    if found is None:
+        raise Superseded()
+    version, operation_metrics = found
+    written = counts.written(operation_metrics)
+    return plan.result(version=version, metrics=metrics, **written, files_touched=written["files_removed"])
+
+
+def _write_tombstones(spark: SparkSession, plan: BatchPlan) -> None:
+    """Append the batch's tombstones (tagged with its id, so that they count only once its
+    commit exists): its deletes that were not late, and its truncate."""
+    table = plan.table
+    types = {f.name: f.dataType.simpleString() for f in plan.classified.schema.fields}
+    deletes = tombstones.deletes_of(plan.classified, table, counts.remembered(table))
+    tombstones.append(
+        spark,
+        table,
+        deletes,
+        truncate=plan.truncate_before,
+        batch=plan.txn_version,
+        batch_id=plan.batch_id,
+        types=types,
+        count=plan.metrics.tombstones_written,
+    )

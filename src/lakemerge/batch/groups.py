@@ -1,0 +1,105 @@
+"""Groups of tables applied together, and the consistent point readers use (seed 003).
+
+A group run applies one batch to each table of the group, in order. Only when every table has
+succeeded is the group's point, ``{table: version}``, appended to the group's state (a Delta table,
+so the append is atomic). A failure leaves the last point where it was; readers that time-travel
+each table to the last point see every table of the last fully committed group run.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from lakemerge.batch.attempts import apply_table
+from lakemerge.config.pipeline import GroupConfig, PipelineConfig
+from lakemerge.errors import ConfigError
+from lakemerge.results import BatchResult, GroupPoint
+from lakemerge.spark import localfs
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def apply_group(
+    pipeline: PipelineConfig, group: str, *, spark: SparkSession
+) -> tuple[list[BatchResult], GroupPoint | None]:
+    """Apply one batch to each table of ``group``, then record the group's point.
+
+    Returns:
+        The batches committed, and the new point (``None`` when no table had anything pending).
+
+    Raises:
+        LakemergeError: a table failed; tables before it stay committed, the point is unchanged.
+    """
+    config = _group(pipeline, group)
+    results = [apply_table(pipeline.table(name), spark=spark) for name in config.tables]
+    if all(r.version is None for r in results):
+        return [], None
+    versions = {name: _latest_version(spark, pipeline.table(name).path) for name in config.tables}
+    return [r for r in results if r.version is not None], _record(spark, group, config, versions)
+
+
+def snapshot(pipeline: PipelineConfig, group: str, *, spark: SparkSession) -> GroupPoint | None:
+    """The group's last recorded point, or ``None`` before its first complete run."""
+    config = _group(pipeline, group)
+    from delta.tables import DeltaTable
+
+    if not DeltaTable.isDeltaTable(spark, config.state):
+        return None
+    rows = spark.read.format("delta").load(config.state).orderBy("point", ascending=False).limit(1).collect()
+    if not rows:
+        return None
+    row = rows[0]
+    return GroupPoint(
+        group=group, point=int(row["point"]), versions=json.loads(row["versions"]), recorded_at=int(row["recorded_at"])
+    )
+
+
+def _record(spark: SparkSession, group: str, config: GroupConfig, versions: dict[str, int]) -> GroupPoint:
+    from delta.tables import DeltaTable
+
+    previous = None
+    if DeltaTable.isDeltaTable(spark, config.state):
+        previous = spark.read.format("delta").load(config.state).agg({"point": "max"}).collect()[0][0]
+    point = GroupPoint(
+        group=group, point=int(previous or 0) + 1, versions=versions, recorded_at=int(time.time() * 1000)
+    )
+    frame = spark.createDataFrame(
+        [(point.point, json.dumps(versions, sort_keys=True), point.recorded_at)],
+        "point BIGINT, versions STRING, recorded_at BIGINT",
+    )
+    with localfs.writing(spark, (config.state,)):
+        frame.coalesce(1).write.format("delta").mode("append").save(config.state)
+    return point
+
+
+def _latest_version(spark: SparkSession, path: str) -> int:
+    from delta.tables import DeltaTable
+
+    return int(DeltaTable.forPath(spark, path).history(1).select("version").collect()[0][0])
+
+
+def _group(pipeline: PipelineConfig, group: str) -> GroupConfig:
+    try:
+        return pipeline.groups[group]
+    except KeyError:
+        known = ", ".join(sorted(pipeline.groups)) or "none"
+        raise ConfigError(
+            f"no group named '{group}'; the pipeline has: {known}", key="groups", source=pipeline.source
+        ) from None
+
+
+def grouped(pipeline: PipelineConfig, tables: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Split ``tables`` into the groups they belong to and the tables outside any group."""
+    groups: list[str] = []
+    single: list[str] = []
+    for name in tables:
+        group = pipeline.group_of(name)
+        if group is None:
+            single.append(name)
+        elif group not in groups:
+            groups.append(group)
+    return groups, single

@@ -1,0 +1,158 @@
+"""A batch's first phase: read and validate its change records, and count them.
+
+Each feed's files are read and normalised (typed, one operation, one sequence, the reason a row is
+bad), then one aggregate counts the rows read, bad and ignored; a batch that can only touch its own
+keys finds its key ranges in the same aggregate. A batch over its quarantine threshold fails here,
+naming the first bad row; within it, its bad rows are set aside for the quarantine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from lakemerge import columns as C
+from lakemerge.batch import ranges as batch_ranges
+from lakemerge.batch.cached import Cached
+from lakemerge.batch.select import Selection
+from lakemerge.changes import normalize
+from lakemerge.changes.bad_rows import first_bad_row, quarantine_rows
+from lakemerge.changes.normalize import ChangeSet
+from lakemerge.config import TableConfig
+from lakemerge.feeds import FeedFile, read_feed
+from lakemerge.spark.errors import translated
+from lakemerge.table import prune
+from lakemerge.table.prune import KeyRanges, range_query
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+#: The rows that are changes: not bad, not ignored on purpose.
+VALID = f"{C.ERROR} IS NULL AND {C.OP} != 'N'"
+
+#: The batch's row counts, as SQL over its change records (one aggregate with its key ranges).
+_COUNTS = {
+    "_lm_rows": "count(1)",
+    "_lm_bad": f"count({C.ERROR})",
+    "_lm_n": f"count_if({C.ERROR} IS NULL AND {C.OP} = 'N')",
+}
+
+
+@dataclass(frozen=True)
+class ReadBatch:
+    """A batch's change records, read, validated and counted.
+
+    Attributes:
+        changes: the records (every row, bad and ignored ones included), cached when the batch is
+            counted before its commit.
+        rows_read / rows_bad / ignored: the rows read, bad, and skipped on purpose (``ignore_codes``).
+        bad: the bad rows in the quarantine's form, when there are any (within the threshold).
+        whole: the batch may reach stored rows beyond its own keys, or the table is new or small:
+            it is never read within key ranges.
+        early: the key ranges were looked for with the counts (a batch without truncate codes).
+        ranges: those ranges, when they pay (:func:`lakemerge.batch.ranges.paying`).
+    """
+
+    changes: ChangeSet
+    rows_read: int
+    rows_bad: int
+    ignored: int
+    bad: DataFrame | None
+    whole: bool
+    early: bool
+    ranges: KeyRanges | None
+
+    @property
+    def valid(self) -> DataFrame:
+        """The changes: rows neither bad nor ignored."""
+        return self.changes.frame.filter(VALID)
+
+
+def read_batch(
+    spark: SparkSession,
+    table: TableConfig,
+    selection: Selection,
+    *,
+    number: int,
+    batch_id: str,
+    cached: Cached,
+    counted: bool,
+) -> ReadBatch:
+    """Read, validate and count the selected files' change records (batch ``number``).
+
+    A counted batch reads its records again and again (counts, classification, the commit's
+    passes): they are cached. An uncounted ``log`` batch reads them three times, each for a few
+    columns: caching them cost more than those reads (bench/RESULTS.md, "Log mode"). Its commit
+    checks that no file changed since it was listed, so one rewritten between the reads commits
+    nothing.
+
+    Raises:
+        InputError: a file cannot be read, or there are more bad rows than the threshold allows.
+        SchemaError: the feed's columns cannot be read as configured.
+    """
+    with translated(reading=True):
+        changes = read_changes(spark, table, selection.chosen, batch_number=number)
+    if counted:
+        changes = replace(changes, frame=cached.persist(changes.frame))
+    whole = not selection.exists or table.scd2 or bool(selection.snapshots) or batch_ranges.small_table(spark, table)
+    early = not whole and not any(f.truncate_codes for f in table.feeds)
+    stored_files = batch_ranges.stored_files(spark, table) if early else None
+    counts, ranges = _count(changes.frame, table, early=early, stored_files=stored_files)
+    rows_read, rows_bad, ignored = int(counts["_lm_rows"]), int(counts["_lm_bad"]), int(counts["_lm_n"] or 0)
+    files = selection.files
+    if table.too_many_bad(rows_bad, rows_read):
+        threshold = table.max_bad_rows > 0 or table.max_bad_fraction is not None
+        raise first_bad_row(changes, files, rows_bad, threshold=threshold)
+    bad = None
+    if rows_bad:
+        columns = changes.data_columns
+        bad = quarantine_rows(changes.frame, files=files, data_columns=columns, batch_id=batch_id, table=table.name)
+    return ReadBatch(
+        changes, rows_read, rows_bad, ignored, bad, whole, early, batch_ranges.paying(stored_files, ranges)
+    )
+
+
+def _count(
+    frame: DataFrame, table: TableConfig, *, early: bool, stored_files: Sequence[tuple[Any, Any, int]] | None
+) -> tuple[dict[str, Any], KeyRanges | None]:
+    """The batch's row counts and, when ``early``, its key ranges, in one aggregate (one read of the
+    records), over the span of the keys the table holds."""
+    from pyspark.sql import functions as F
+
+    query = None
+    if early:
+        query = range_query(frame, table.key, where=VALID, counts=_COUNTS, span=prune.span_of(stored_files))
+    with translated(reading=True):
+        if query is not None:
+            parts = query.parts
+        else:
+            parts = (prune.tagged(frame.agg(*[F.expr(f"{c} AS {n}") for n, c in _COUNTS.items()]), prune.BOUNDS),)
+        found = prune.collect_parts(parts)
+    return found[prune.BOUNDS], query.ranges(found) if query is not None else None
+
+
+def read_changes(
+    spark: SparkSession, table: TableConfig, chosen: Sequence[tuple[int, FeedFile]], *, batch_number: int
+) -> ChangeSet:
+    """Read and normalise each feed's files (file indexes run on across feeds), then union them."""
+    from pyspark.sql import functions as F
+
+    parts: list[ChangeSet] = []
+    offset = 0
+    for index, feed in enumerate(table.feeds):
+        group = [f for i, f in chosen if i == index]
+        if not group:
+            continue
+        raw = read_feed(spark, feed, group, offset=offset)
+        part = normalize(spark, table, raw, group, batch_number=batch_number, feed=feed, offset=offset)
+        parts.append(replace(part, frame=part.frame.withColumn(C.SNAPSHOT, F.lit(feed.snapshot))))
+        offset += len(group)
+    if len(parts) == 1:
+        return parts[0]
+    frame = parts[0].frame
+    columns = list(parts[0].data_columns)
+    for part in parts[1:]:
+        frame = frame.unionByName(part.frame, allowMissingColumns=True)
+        columns += [c for c in part.data_columns if c not in columns]
+    return ChangeSet(frame=frame, data_columns=tuple(columns), header_lines=parts[0].header_lines)

@@ -1,0 +1,124 @@
+"""``lakemerge run``: apply every pending batch of every table, once or watching the landing zone.
+
+Each table's pending files are applied batch by batch (each up to the table's limits) until none
+is left. With ``watch``, the landing zones are polled every ``interval`` seconds until ``stop`` is
+set. Stopping never interrupts a commit: the batch in progress finishes, then the loop ends.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from lakemerge.batch.attempts import apply_table
+from lakemerge.batch.groups import apply_group, grouped
+from lakemerge.config.pipeline import PipelineConfig
+from lakemerge.config.table import TableConfig
+from lakemerge.feeds.archive import archive_files
+from lakemerge.feeds.files import qualified
+from lakemerge.results import BatchResult
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def run_tables(
+    tables: Sequence[TableConfig],
+    *,
+    spark: SparkSession,
+    watch: bool = False,
+    interval: float = 60.0,
+    max_batches: int | None = None,
+    stop: threading.Event | None = None,
+    on_result: Callable[[BatchResult], None] | None = None,
+) -> list[BatchResult]:
+    """Apply pending batches until none is left (or, with ``watch``, until ``stop`` is set).
+
+    Args:
+        tables: the tables to serve, in order.
+        spark: the session to work in.
+        watch: keep polling for new files.
+        interval: seconds between polls when watching.
+        max_batches: stop after this many committed batches in all.
+        stop: set it (e.g. from a signal handler) to end after the batch in progress.
+        on_result: called with each committed batch's result.
+
+    Returns:
+        The committed batches' results, in commit order.
+    """
+    stop = stop or threading.Event()
+    results: list[BatchResult] = []
+    while True:
+        for table in tables:
+            while not stop.is_set() and (max_batches is None or len(results) < max_batches):
+                result = apply_table(table, spark=spark)
+                _archive(spark, table, result)
+                if result.version is None:
+                    break
+                results.append(result)
+                if on_result:
+                    on_result(result)
+        done = max_batches is not None and len(results) >= max_batches
+        if not watch or done or stop.wait(interval):
+            return results
+
+
+def run_pipeline(
+    pipeline: PipelineConfig,
+    *,
+    spark: SparkSession,
+    tables: Sequence[str] | None = None,
+    watch: bool = False,
+    interval: float = 60.0,
+    max_batches: int | None = None,
+    stop: threading.Event | None = None,
+    on_result: Callable[[BatchResult], None] | None = None,
+) -> list[BatchResult]:
+    """Like :func:`run_tables` for a pipeline: groups of tables are applied group run by group run
+    (one batch per table, then the group's point), the other tables batch by batch."""
+    stop = stop or threading.Event()
+    names = list(tables) if tables else list(pipeline.tables)
+    groups, single = grouped(pipeline, names)
+    results: list[BatchResult] = []
+
+    def room() -> bool:
+        return not stop.is_set() and (max_batches is None or len(results) < max_batches)
+
+    while True:
+        for group in groups:
+            while room():
+                committed, point = apply_group(pipeline, group, spark=spark)
+                for result in committed:
+                    _archive(spark, pipeline.table(result.table), result)
+                    results.append(result)
+                    if on_result:
+                        on_result(result)
+                if point is None:
+                    break
+        if single and room():
+            left = None if max_batches is None else max_batches - len(results)
+            results.extend(
+                run_tables(
+                    [pipeline.table(n) for n in single], spark=spark, max_batches=left, stop=stop, on_result=on_result
+                )
+            )
+        if not watch or not room() or stop.wait(interval):
+            return results
+
+
+def _archive(spark: SparkSession, table: TableConfig, result: BatchResult) -> None:
+    """Move the batch's files (and applied files still in place) to their feed's archive."""
+    paths = [*result.skipped_files, *(f.path for f in result.files)]
+    for feed in table.feeds:
+        if not feed.archive:
+            continue
+        locations = [qualified(spark, loc) for loc in feed.location]
+        mine = [p for p in paths if any(_under(qualified(spark, p), loc) for loc in locations)]
+        archive_files(spark, mine, feed.archive)
+
+
+def _under(path: str, location: str) -> bool:
+    """Whether ``path`` is ``location`` or inside it; both qualified Hadoop URIs (``file:/x``,
+    never ``/x`` against ``file:///x``)."""
+    return path == location or path.startswith(location.rstrip("/") + "/")

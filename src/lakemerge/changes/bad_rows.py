@@ -1,0 +1,80 @@
+"""Bad change records: the error naming the first one's file and row (a batch over its quarantine
+threshold fails with it), and the quarantine's rows (a batch within it keeps them, with reason, raw
+record, file and row: docs/semantics.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from lakemerge import columns as C
+from lakemerge.changes.normalize import ChangeSet
+from lakemerge.errors import InputError
+from lakemerge.feeds.files import FeedFile
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+def first_bad_row(
+    changes: ChangeSet, files: Sequence[FeedFile], bad_count: int, *, threshold: bool = False
+) -> InputError:
+    """Build the error for a batch holding ``bad_count`` bad rows, naming the first one's file and
+    row. Two small actions; only called when the batch is already known to be bad."""
+    from pyspark.sql import functions as F
+
+    frame = changes.frame
+    first = (
+        frame.filter(F.col(C.ERROR).isNotNull())
+        .orderBy(C.FILE, C.BLOCK, C.ROW_ID)
+        .select(C.FILE, C.BLOCK, C.ROW_ID, C.RAW, C.ERROR, C.HEADER)
+        .limit(1)
+        .collect()[0]
+    )
+    file_index, block, row_id, raw, reason, header = first
+    before = frame.filter(
+        (F.col(C.FILE) == file_index)
+        & ((F.col(C.BLOCK) < block) | ((F.col(C.BLOCK) == block) & (F.col(C.ROW_ID) < row_id)))
+    ).count()
+    row = before + 1 + int(header)
+    message = str(reason)
+    if raw is not None:
+        shown = raw if len(raw) <= 120 else raw[:117] + "..."
+        message += f" (record: {shown!r})"
+    if bad_count > 1:
+        message += f"; {bad_count - 1} more bad row{'s' if bad_count > 2 else ''} in the batch"
+    if threshold:
+        message += "; more bad rows than the quarantine threshold allows"
+    message += "; nothing was applied"
+    return InputError(message, path=files[int(file_index)].path, row=row)
+
+
+def quarantine_rows(
+    frame: DataFrame,
+    *,
+    files: Sequence[FeedFile],
+    data_columns: Sequence[str],
+    batch_id: str,
+    table: str,
+) -> DataFrame:
+    """The bad rows of ``frame`` in quarantine form, with their 1-based row number in their file."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    paths = F.create_map(*[x for i, f in enumerate(files) for x in (F.lit(i), F.lit(f.path))])
+    in_file = Window.partitionBy(C.FILE).orderBy(C.BLOCK, C.ROW_ID)
+    record = F.coalesce(
+        F.col(C.RAW), F.to_json(F.struct(*[F.col(f"`{c}`") for c in data_columns if c in frame.columns]))
+    )
+    return (
+        frame.withColumn("_lm_line", F.row_number().over(in_file) + F.col(C.HEADER))
+        .filter(F.col(C.ERROR).isNotNull())
+        .select(
+            F.lit(batch_id).alias("batch_id"),
+            F.lit(table).alias("table"),
+            paths[F.col(C.FILE)].alias("file"),
+            F.col("_lm_line").cast("long").alias("row"),
+            F.col(C.ERROR).alias("reason"),
+            record.alias("record"),
+        )
+    )

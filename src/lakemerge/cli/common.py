@@ -1,0 +1,60 @@
+"""What every command shares: its options (``--json``, ``-v``, ``--master``), and how a failure
+becomes one line (or, with ``--json``, a document) and the error's exit code.
+
+Exit codes: 0 success; 1 internal error; 2 configuration or usage error; 3 input error (bad or
+missing change files, incompatible schema); 4 gave up on a concurrent writer's conflict;
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import functools
+import traceback
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from lakemerge.cli import output
+from lakemerge.errors import LakemergeError, first_line
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout instead of text.")]
+VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show Spark's log and full tracebacks.")]
+MasterOpt = Annotated[
+    str | None, typer.Option("--master", help="Spark master URL (default: the pipeline's, else local[*]).")
+]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Plan the batch and show what it would do; commit nothing.")]
+TablesOpt = Annotated[list[str] | None, typer.Option("--table", "-t", help="Table(s) to work on (default: all).")]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def handled(func: F) -> F:
+    """Run a command; turn its failure into one line on stderr (and, with ``--json``, an error
+    document on stdout) and the error's exit code."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        verbose = bool(kwargs.get("verbose"))
+        shown = output.pick(bool(kwargs.get("json_out")))
+        try:
+            return func(*args, **kwargs)
+        except typer.Exit:
+            raise
+        except LakemergeError as exc:
+            if verbose:
+                traceback.print_exc()
+            shown.error(type(exc).__name__, str(exc), exc.exit_code)
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            shown.error("Interrupted", "nothing was committed by the batch in progress", 130)
+            raise typer.Exit(130) from None
+        except Exception as exc:
+            if verbose:
+                traceback.print_exc()
+            message = f"{first_line(exc)} (a bug in lakemerge: run with -v for the traceback, and report it)"
+            shown.error("InternalError", message, 1)
+            raise typer.Exit(1) from None
+
+    return wrapper  # type: ignore[return-value]

@@ -1,0 +1,115 @@
+"""A whole pipeline: Spark settings, the tables, and groups of tables applied together."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import Field, field_validator, model_validator
+
+from lakemerge.config.base import Model, absolute
+from lakemerge.config.spark import IDENTIFIER, SparkSettings
+from lakemerge.config.table import TableConfig
+
+
+class GroupConfig(Model):
+    """Tables applied together (seed 003): each run applies one batch to every table of the group,
+    then records the group's point, ``{table: version}``, in one commit to a small Delta table at
+    ``state``. Readers time-travel each table to the last recorded point to see all of them at once.
+
+    Attributes:
+        tables: the group's tables, applied in this order.
+        state: where the group's points are recorded (a Delta table).
+    """
+
+    tables: tuple[str, ...]
+    state: str
+
+    @field_validator("tables")
+    @classmethod
+    def _some_tables(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("a group needs at least one table")
+        return value
+
+    @field_validator("state")
+    @classmethod
+    def _absolute_state(cls, value: str) -> str:
+        return absolute(value)
+
+
+class PipelineConfig(Model):
+    """A whole pipeline file: Spark settings, the tables, and groups of tables applied together."""
+
+    spark: SparkSettings = Field(default_factory=SparkSettings)
+    tables: dict[str, TableConfig] = Field(default_factory=dict, validate_default=True)
+    groups: dict[str, GroupConfig] = Field(default_factory=dict)
+    source: str | None = None
+
+    @model_validator(mode="after")
+    def _groups_name_tables(self) -> PipelineConfig:
+        owner: dict[str, str] = {}
+        for group, config in self.groups.items():
+            for name in config.tables:
+                if name not in self.tables:
+                    raise ValueError(f"group '{group}' names table '{name}', which the pipeline does not define")
+                if name in owner:
+                    raise ValueError(f"table '{name}' is in both groups '{owner[name]}' and '{group}'")
+                owner[name] = group
+        return self
+
+    def group_of(self, table: str) -> str | None:
+        """The group a table belongs to, if any."""
+        return next((g for g, c in self.groups.items() if table in c.tables), None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _name_tables(cls, data: object) -> object:
+        if isinstance(data, dict) and isinstance(data.get("tables"), dict):
+            tables = {}
+            for name, table in data["tables"].items():
+                if isinstance(table, dict):
+                    table = {"name": name, **table}
+                tables[name] = table
+            data = {**data, "tables": tables}
+        return data
+
+    @model_validator(mode="after")
+    def _catalog_names(self) -> PipelineConfig:
+        if self.spark.catalog != "hive":
+            return self
+        named = {
+            name: t if t.catalog_name else t.model_copy(update={"catalog_name": f"{self.spark.database}.{name}"})
+            for name, t in self.tables.items()
+        }
+        return self.model_copy(update={"tables": named})
+
+    @field_validator("tables")
+    @classmethod
+    def _some_table(cls, value: dict[str, TableConfig]) -> dict[str, TableConfig]:
+        if not value:
+            raise ValueError("the pipeline defines no table: add a [tables.NAME] section")
+        for name in value:
+            if not IDENTIFIER.match(name):
+                raise ValueError(f"table name {name!r} must be letters, digits and underscores")
+        return value
+
+    def tables_named(self, names: Sequence[str] | None) -> list[TableConfig]:
+        """The tables called ``names`` (every table when ``names`` is empty), in that order.
+
+        Raises:
+            ConfigError: a name the pipeline does not define.
+        """
+        return [self.table(n) for n in names] if names else list(self.tables.values())
+
+    def table(self, name: str) -> TableConfig:
+        """Return the table called ``name``, or raise a ConfigError listing the known ones."""
+        from lakemerge.errors import ConfigError
+
+        try:
+            return self.tables[name]
+        except KeyError:
+            raise ConfigError(
+                f"no table named '{name}'; the pipeline has: {', '.join(sorted(self.tables))}",
+                key="tables",
+                source=self.source,
+            ) from None

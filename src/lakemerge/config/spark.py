@@ -1,0 +1,69 @@
+"""How lakemerge starts (or joins) Spark: the ``[spark]`` section of a pipeline file."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from lakemerge.config.base import Model
+
+Catalog = Literal["in-memory", "hive"]
+
+#: A database name.
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class SparkSettings(Model):
+    """How lakemerge starts (or joins) Spark.
+
+    Attributes:
+        master: Spark master URL; ``local[*]`` runs embedded on this machine.
+        app_name: the application name shown by Spark.
+        conf: extra Spark settings, passed through unchanged (``spark.executor.memory`` ...).
+        packages: extra Maven coordinates added to ``spark.jars.packages`` beside Delta's.
+        log_file: where Spark's own log goes; ``None`` picks a file under the temp directory.
+        catalog: where table names live. ``in-memory``: the session's own catalog (names vanish
+            with it). ``hive``: a Hive metastore, so that ``spark-sql``, the Thrift server and other
+            metastore clients find the tables by name (docs/deploy.md).
+        metastore_uri: with ``hive``, a running metastore service (``thrift://host:9083``). Without
+            it, an embedded Derby metastore in ``metastore_dir`` (one process at a time).
+        metastore_dir: the embedded Derby metastore's folder (default ``metastore`` beside the
+            pipeline file, or in the current directory).
+        warehouse: ``spark.sql.warehouse.dir`` for the catalog's databases (default: Spark's).
+        database: the database tables are registered in when they name none.
+    """
+
+    master: str = "local[*]"
+    app_name: str = "lakemerge"
+    conf: dict[str, str] = Field(default_factory=dict)
+    packages: tuple[str, ...] = ()
+    log_file: str | None = None
+    catalog: Catalog = "in-memory"
+    metastore_uri: str | None = None
+    metastore_dir: str | None = None
+    warehouse: str | None = None
+    database: str = "default"
+
+    @field_validator("database")
+    @classmethod
+    def _identifier(cls, value: str) -> str:
+        if not IDENTIFIER.fullmatch(value):
+            raise ValueError(f"'{value}' is not a database name (letters, digits and _, not starting with a digit)")
+        return value
+
+    @model_validator(mode="after")
+    def _hive_settings(self) -> SparkSettings:
+        if self.catalog != "hive" and (self.metastore_uri or self.metastore_dir):
+            raise ValueError("metastore_uri and metastore_dir need catalog = 'hive'")
+        if self.metastore_uri and self.metastore_dir:
+            raise ValueError("give metastore_uri (a metastore service) or metastore_dir (embedded Derby), not both")
+        return self
+
+    @field_validator("conf", mode="before")
+    @classmethod
+    def _stringify(cls, value: object) -> object:
+        if isinstance(value, dict):
+            return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
+        return value

@@ -1,0 +1,360 @@
+"""Delta table I/O that a batch needs: existence, stored schema checks, and the commit record.
+
+Each batch's commit carries, in Delta's ``userMetadata``, a JSON record::
+
+    {"lakemerge": 1, "batch_id": "...", "table": "products",
+     "metrics": {"rows_read": ..., "inserted": ..., ...},
+     "files": [{"path": "file:/...", "size": 123, "modified": 1700000000000}, ...]}
+
+That record is the ledger: files listed in a committed record are never applied again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from lakemerge.errors import InputError
+from lakemerge.results import AppliedFile
+from lakemerge.spark.jvm import jclass
+from lakemerge.spark.scoped import scoped_conf
+from lakemerge.table.store import DELTA_LOG, latest_snapshot, table_exists
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+_USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+
+
+_TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
+
+
+_TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+
+
+#: Delta transaction identifier shared by every lakemerge writer of a table. Each batch commits
+#: with the next version of it, so two writers racing for the same batch number cannot both commit:
+#: Delta skips or rejects the second (idempotent writes).
+TXN_APP_ID = "lakemerge"
+
+
+RECORD_VERSION = 1
+
+
+@contextlib.contextmanager
+def commit_record(
+    spark: SparkSession, record: dict[str, Any], *, txn_version: int | None, app_id: str = TXN_APP_ID
+) -> Iterator[None]:
+    """Attach ``record`` to the Delta commit made inside the block, as userMetadata, and (unless
+    ``txn_version`` is None) make the commit idempotent under lakemerge's transaction identifier."""
+    settings = {_USER_METADATA: record_metadata(record)}
+    if txn_version is not None:
+        settings.update({_TXN_APP_ID: app_id, _TXN_VERSION: str(txn_version)})
+    with scoped_conf(spark, settings):
+        yield
+
+
+def record_metadata(record: dict[str, Any]) -> str:
+    """``record`` as a commit's userMetadata (the JSON that :func:`parse_record` reads back)."""
+    return json.dumps({"lakemerge": RECORD_VERSION, **record}, separators=(",", ":"))
+
+
+def txn_version(spark: SparkSession, path: str, app_id: str = TXN_APP_ID) -> int:
+    """The last batch number committed to the table under lakemerge's transaction identifier
+    (0 for a new table). Read from Delta's snapshot state, which keeps it across log cleanup."""
+    snapshot = latest_snapshot(spark, path)
+    listed = checksum_txn_version(snapshot, app_id)
+    if listed is not None:
+        return max(listed, 0)
+    found = snapshot.transactions().get(app_id)
+    return int(found.get()) if found.isDefined() else 0
+
+
+def checksum_txn_version(snapshot: Any, app_id: str) -> int | None:
+    """The version of the idempotent transaction ``app_id`` in ``snapshot`` (a JVM Delta snapshot;
+    -1 when it has none), from the checksum Delta writes beside each commit with the table's
+    transactions in it; ``None`` when the checksum does not list them (no checksum for that
+    version, or a writer that leaves them out). Delta's own lookup
+    (``snapshot.transactions``) reconstructs the snapshot's whole state first: a Spark job over
+    the log, some 0.2-0.3 s per batch on a warm local session (bench/RESULTS.md)."""
+    found = snapshot.checksumOpt()
+    if not found.isDefined():
+        return None
+    listed = found.get().setTransactions()
+    if not listed.isDefined():
+        return None
+    each = listed.get().iterator()
+    while each.hasNext():
+        txn = each.next()
+        if str(txn.appId()) == app_id:
+            return int(txn.version())
+    return -1
+
+
+def parse_record(user_metadata: str | None) -> dict[str, Any] | None:
+    """The lakemerge record in a commit's userMetadata, or ``None`` for other commits."""
+    if not user_metadata:
+        return None
+    try:
+        record = json.loads(user_metadata)
+    except ValueError:
+        return None
+    if not isinstance(record, dict) or "lakemerge" not in record:
+        return None
+    return record
+
+
+def history_rows(spark: SparkSession, path: str, limit: int | None = None) -> list[Any]:
+    """Delta's history of ``path``, newest first (commit metadata only; no table data)."""
+    from delta.tables import DeltaTable
+
+    table = DeltaTable.forPath(spark, path)
+    frame = table.history(limit) if limit else table.history()
+    return list(
+        frame.selectExpr(
+            "version", "unix_millis(timestamp) AS ts_ms", "operation", "operationMetrics", "userMetadata"
+        ).collect()
+    )
+
+
+def commit_rows(spark: SparkSession, path: str, first: int, last: int) -> list[dict[str, Any]] | None:
+    """The commit metadata of versions ``first`` to ``last`` (version, ``userMetadata`` and
+    ``operationMetrics``, like :func:`history_rows`' rows), read from their commit files through
+    Delta's log store: no Spark job, where Delta's history costs one per call. ``None`` when one of
+    them cannot be read so (a commit not yet written to the log directory, a file cleaned up, an
+    action this reader does not know): the caller reads the history instead."""
+    rows: list[dict[str, Any]] = []
+    try:
+        delta_log = jclass(spark, DELTA_LOG).forTable(spark._jsparkSession, path)
+        store, conf = delta_log.store(), delta_log.newDeltaHadoopConf()
+        for version in range(first, last + 1):
+            file = jclass(spark, "org.apache.hadoop.fs.Path")(delta_log.logPath(), f"{version:020d}.json")
+            lines = store.read(file, conf).iterator()
+            info: dict[str, Any] | None = None
+            while lines.hasNext():
+                action = json.loads(lines.next())
+                if isinstance(action, dict) and "commitInfo" in action:
+                    info = action["commitInfo"]
+                    break
+            if not isinstance(info, dict):
+                return None
+            metrics = info.get("operationMetrics") or {}
+            rows.append(
+                {
+                    "version": version,
+                    "userMetadata": info.get("userMetadata"),
+                    "operationMetrics": {str(k): str(v) for k, v in metrics.items()},
+                }
+            )
+    except Exception:  # any failure: read Delta's history instead
+        return None
+    return rows
+
+
+@dataclass
+class Ledger:
+    """What the table's history says lakemerge committed (PRODUCT.md §Semantics 8).
+
+    Attributes:
+        files: every file recorded by a committed batch: path → (file as applied, version).
+        batch_ids: the ids of the batches whose commits the table's content still holds.
+        snapshots: per feed index, the position of the last full snapshot applied (§Semantics 5).
+        last_batch: the greatest batch number a record in the history carries (rolled-back
+            batches included: Delta's transaction state keeps their numbers too), or ``None``
+            when the history holds no batch record (a new table, or log cleanup removed them all).
+    """
+
+    files: dict[str, tuple[AppliedFile, int]] = field(default_factory=dict)
+    batch_ids: set[str] = field(default_factory=set)
+    snapshots: dict[int, list[Any]] = field(default_factory=dict)
+    last_batch: int | None = None
+
+
+def state(spark: SparkSession, path: str, *, log_path: str | None = None) -> tuple[bool, Ledger]:
+    """Whether the table (or its change log at ``log_path``, for ``log``-mode tables) exists, and
+    the ledger of the batches committed to either. The log's snapshot positions are the later ones."""
+    exists = table_exists(spark, path)
+    found = ledger(spark, path) if exists else Ledger()
+    if log_path is None or not table_exists(spark, log_path):
+        return exists, found
+    logged = ledger(spark, log_path)
+    numbers = [n for n in (found.last_batch, logged.last_batch) if n is not None]
+    return True, Ledger(
+        files={**found.files, **logged.files},
+        batch_ids=found.batch_ids | logged.batch_ids,
+        snapshots={**found.snapshots, **logged.snapshots},
+        last_batch=max(numbers) if numbers else None,
+    )
+
+
+def last_batch(spark: SparkSession, path: str, *, log_path: str | None = None, known: Ledger | None = None) -> int:
+    """The last batch number committed to the table or to its change log (0 when neither exists).
+
+    With ``known`` (the ledger :func:`state` just read), the number comes from its records when
+    they carry one, which spares the Spark job that Delta's transaction state costs; the batch
+    commit's idempotent transaction still settles any race."""
+    if known is not None and known.last_batch is not None:
+        return known.last_batch
+    found = txn_version(spark, path) if table_exists(spark, path) else 0
+    if log_path is not None and table_exists(spark, log_path):
+        found = max(found, txn_version(spark, log_path))
+    return found
+
+
+def ledger(spark: SparkSession, path: str) -> Ledger:
+    """Walk the table's history (commit metadata only) into a :class:`Ledger`.
+
+    A rollback undoes the batches of the versions after its target: their ids and snapshot
+    positions are forgotten (the table no longer holds their changes), and, when recorded with
+    ``reapply``, their files too, so that they are pending again.
+
+    The walk is kept per table for the life of the process, and the next call reads only the
+    commits made since (Delta's history is append-only): a table applied to every few minutes
+    gathers thousands of commits, and reading all of them for every batch would make a batch's
+    cost grow with the table's age. A table recreated at the same path (another Delta table id),
+    or history that does not continue the walk, is walked again from its start."""
+    snapshot = latest_snapshot(spark, path)
+    latest, table_id = int(snapshot.version()), str(snapshot.metadata().id())
+    with _WALKS_LOCK:
+        kept = _WALKS.get(path)
+    walk: _Walk | None = None
+    if kept is not None and kept.table_id == table_id and kept.version <= latest:
+        walk = kept.copy()
+        if latest > walk.version:
+            fresh = commit_rows(spark, path, walk.version + 1, latest)
+            if fresh is None:
+                # A few more than the versions known to be new: a commit may land meanwhile.
+                rows = history_rows(spark, path, limit=latest - walk.version + _HISTORY_SLACK)
+                fresh = sorted((r for r in rows if int(r["version"]) > walk.version), key=lambda r: int(r["version"]))
+            numbers = [int(r["version"]) for r in fresh]
+            expected = list(range(walk.version + 1, walk.version + 1 + len(numbers)))
+            if not numbers or numbers != expected or numbers[-1] < latest:
+                walk = None  # not a continuation of the walk: walk again
+            else:
+                for row in fresh:
+                    walk.add(row)
+    if walk is None:
+        walk = _Walk(table_id=table_id)
+        for row in reversed(history_rows(spark, path)):
+            walk.add(row)
+    with _WALKS_LOCK:
+        _WALKS[path] = walk
+    return walk.ledger()
+
+
+#: Extra history rows read beyond the versions known to be new (commits landing during the read).
+_HISTORY_SLACK = 4
+
+
+@dataclass
+class _Walk:
+    """The ledger walk's state after the commits up to ``version`` (-1: none), in version order."""
+
+    table_id: str
+    version: int = -1
+    files: dict[str, tuple[AppliedFile, int]] = field(default_factory=dict)
+    batches: dict[str, int] = field(default_factory=dict)
+    snapshot_versions: dict[int, list[tuple[int, list[Any]]]] = field(default_factory=dict)
+    last_batch: int | None = None
+
+    def copy(self) -> _Walk:
+        return _Walk(
+            table_id=self.table_id,
+            version=self.version,
+            files=dict(self.files),
+            batches=dict(self.batches),
+            snapshot_versions={feed: list(items) for feed, items in self.snapshot_versions.items()},
+            last_batch=self.last_batch,
+        )
+
+    def add(self, row: Any) -> None:
+        """Fold one history row (the next version) into the walk."""
+        version = int(row["version"])
+        self.version = max(self.version, version)
+        record = parse_record(row["userMetadata"])
+        if record is None:
+            return
+        rollback = record.get("rollback")
+        if rollback:
+            undone = int(rollback["to_version"])
+            if rollback.get("reapply"):
+                self.files = {p: (f, v) for p, (f, v) in self.files.items() if v <= undone}
+            self.batches = {i: v for i, v in self.batches.items() if v <= undone}
+            self.snapshot_versions = {
+                feed: [(v, pos) for v, pos in items if v <= undone] for feed, items in self.snapshot_versions.items()
+            }
+        for item in record.get("files", []):
+            self.files[item["path"]] = (AppliedFile(**item), version)
+        if record.get("batch_id"):
+            self.batches[str(record["batch_id"])] = version
+            if isinstance(record.get("txn_version"), int):
+                self.last_batch = max(self.last_batch or 0, record["txn_version"])
+        for feed, position in (record.get("snapshots") or {}).items():
+            self.snapshot_versions.setdefault(int(feed), []).append((version, position))
+
+    def ledger(self) -> Ledger:
+        return Ledger(
+            files=dict(self.files),
+            batch_ids=set(self.batches),
+            snapshots={feed: items[-1][1] for feed, items in self.snapshot_versions.items() if items},
+            last_batch=self.last_batch,
+        )
+
+
+_WALKS: dict[str, _Walk] = {}
+
+
+_WALKS_LOCK = threading.Lock()
+
+
+def check_unchanged(
+    ledger: dict[str, tuple[AppliedFile, int]], path: str, size: int, modified: int, *, archived: bool = False
+) -> bool:
+    """True if ``path`` was applied before; raise if it was applied with another size or time.
+
+    With ``archived`` (the feed moves applied files away), a file at an applied path but with
+    another size or time is new content that arrived under a recurring name, not an error.
+
+    Raises:
+        InputError: the file changed after it was applied.
+    """
+    if path not in ledger:
+        return False
+    applied, version = ledger[path]
+    if applied.size != size or applied.modified != modified:
+        if archived:
+            return False
+        raise InputError(
+            f"file was applied in table version {version} (size {applied.size}) and has changed since "
+            f"(size {size}); a changed file is never re-applied silently: give the new content a new name",
+            path=path,
+        )
+    return True
+
+
+def find_commit(spark: SparkSession, path: str, batch_id: str) -> tuple[int, dict[str, str]] | None:
+    """The version and Delta operation metrics of the commit recorded for ``batch_id``, or ``None``
+    when Delta skipped the write because a concurrent writer committed the same batch number.
+
+    The batch's commit is almost always the newest: its commit file is read first (no Spark job),
+    then the newest few commits of the history, and the newest 50 only when it is not there either
+    (concurrent writers, or a skipped write)."""
+    latest = int(latest_snapshot(spark, path).version())
+    for row in commit_rows(spark, path, latest, latest) or []:
+        record = parse_record(row["userMetadata"])
+        if record and record.get("batch_id") == batch_id:
+            return latest, dict(row["operationMetrics"])
+    for limit in (_FIND_FIRST, 50):
+        for row in history_rows(spark, path, limit=limit):
+            record = parse_record(row["userMetadata"])
+            if record and record.get("batch_id") == batch_id:
+                return int(row["version"]), dict(row["operationMetrics"] or {})
+    return None
+
+
+#: History rows :func:`find_commit` reads first.
+_FIND_FIRST = 3

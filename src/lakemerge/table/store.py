@@ -1,0 +1,126 @@
+"""A Delta table's storage: whether a table is at a path, its latest snapshot and properties, reads
+of a fixed version, and the writes a batch commits (create, append, a record-only commit)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from lakemerge.errors import TableError
+from lakemerge.spark.jvm import jclass
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from lakemerge.config import TableConfig
+
+#: Delta's JVM class of a table's log (:func:`lakemerge.spark.jvm.jclass`).
+DELTA_LOG = "org.apache.spark.sql.delta.DeltaLog"
+
+
+#: Rows per file of what lakemerge appends beside a table (log rows, tombstones): files of about this
+#: many rows, not one per shuffle partition.
+ROWS_PER_FILE = 1_000_000
+
+
+def files_for(rows: int) -> int:
+    """How many files ``rows`` rows are written in (at least one): see :data:`ROWS_PER_FILE`."""
+    return max(1, -(-rows // ROWS_PER_FILE))
+
+
+def table_exists(spark: SparkSession, path: str) -> bool:
+    """True when ``path`` holds a Delta table; an existing non-Delta directory is an error."""
+    if is_delta(spark, path):
+        return True
+    hpath = jclass(spark, "org.apache.hadoop.fs.Path")(path)
+    fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    if fs.exists(hpath) and fs.isFile(hpath):
+        raise TableError(f"{path}: table path is a file, not a Delta table directory")
+    if fs.exists(hpath):
+        foreign = _foreign_file(fs, hpath)
+        if foreign:
+            raise TableError(
+                f"{path}: directory exists and is not a Delta table (it holds {foreign}); refusing to write into it"
+            )
+    return False
+
+
+def is_delta(spark: SparkSession, path: str) -> bool:
+    """Whether ``path`` holds a Delta table (``DeltaTable.isDeltaTable``, without py4j's lookups)."""
+    return bool(jclass(spark, "io.delta.tables.DeltaTable").isDeltaTable(spark._jsparkSession, path))
+
+
+def _foreign_file(fs: Any, directory: Any) -> str | None:
+    """A file that no Delta writer would leave in a table directory, or None. Parquet data files
+    (also under ``column=value`` folders) and hidden files are what a concurrent or crashed table
+    creation leaves, and Delta ignores them."""
+    for status in fs.listStatus(directory):
+        name = str(status.getPath().getName())
+        if name.startswith((".", "_")):
+            continue
+        if status.isDirectory():
+            if "=" not in name:
+                return str(status.getPath().toString())
+            inner = _foreign_file(fs, status.getPath())
+            if inner:
+                return inner
+        elif not name.endswith(".parquet"):
+            return str(status.getPath().toString())
+    return None
+
+
+def latest_snapshot(spark: SparkSession, path: str) -> Any:
+    """The table's latest Delta snapshot (a JVM object), brought up to date."""
+    delta_log = jclass(spark, DELTA_LOG).forTable(spark._jsparkSession, path)
+    none = jclass(spark, "scala.Option").empty()
+    return delta_log.update(False, none, none)
+
+
+def table_properties(spark: SparkSession, path: str) -> dict[str, str]:
+    """The table's properties, from its latest snapshot's metadata."""
+    return properties_of(latest_snapshot(spark, path))
+
+
+def read_pinned(spark: SparkSession, path: str) -> DataFrame:
+    """The table as of its latest version now, read by that version number.
+
+    Spark refreshes every cached plan that reads a path's latest version when the path is written;
+    a batch writes to paths its cached classification read (its tombstones, its log, its own
+    commit), which would drop that classification and plan or compute it again. A read of a fixed
+    version is a different relation, which those refreshes leave alone."""
+    version = int(latest_snapshot(spark, path).version())
+    return spark.read.format("delta").option("versionAsOf", version).load(path)
+
+
+def properties_of(snapshot: Any) -> dict[str, str]:
+    configuration = snapshot.metadata().configuration()
+    iterator = configuration.iterator()
+    found: dict[str, str] = {}
+    while iterator.hasNext():
+        entry = iterator.next()
+        found[str(entry._1())] = str(entry._2())
+    return found
+
+
+def create_table(frame: DataFrame, table: TableConfig) -> None:
+    """Write ``frame`` as the table's first commit (partitioned, and with deletion vectors enabled
+    for ``deletion_vectors`` tables). Call inside :func:`commit_record`."""
+    writer = frame.write.format("delta").mode("append")
+    if table.write_mode == "deletion_vectors":
+        writer = writer.option("delta.enableDeletionVectors", "true")
+    if table.partition_by:
+        writer = writer.partitionBy(*table.partition_by)
+    writer.save(table.path)
+
+
+def append_rows(frame: DataFrame, table: TableConfig) -> None:
+    """Append ``frame`` to the existing table, adding its new columns (Delta fills the table's
+    columns it lacks with nulls). Call inside :func:`commit_record`."""
+    frame.write.format("delta").mode("append").option("mergeSchema", "true").save(table.path)
+
+
+def record_only(spark: SparkSession, path: str, txn_version: int) -> None:
+    """A metadata-only commit recording a batch that writes no row (Delta would make no commit for
+    an empty MERGE). It sets ``lakemerge.batch`` to the batch number, so that two such commits
+    racing conflict in Delta. Call inside :func:`commit_record`."""
+    quoted = path.replace("`", "``")
+    spark.sql(f"ALTER TABLE delta.`{quoted}` SET TBLPROPERTIES ('lakemerge.batch' = '{txn_version}')")

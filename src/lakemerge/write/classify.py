@@ -1,0 +1,176 @@
+"""Decide, for each collapsed change, what it does to the table (PRODUCT.md §Semantics 1).
+
+Outcomes:
+
+- ``insert``: an upsert for a key the table lacks;
+- ``update``: an upsert whose sequence is at least the stored row's (an exact tie goes to the
+  incoming change);
+- ``delete``: a delete whose sequence is at least the stored row's;
+- ``late``: a change older than the stored row: ignored and counted;
+- ``absent``: a delete for a key the table lacks: nothing to do;
+- ``unchanged``: a full snapshot's row equal to the stored row: nothing to write (§Semantics 5).
+
+For a key the table lacks, a change older than the key's newest tombstone, or than the newest
+truncate, is ``late`` too (docs/history.md). Only the key and sequence columns of the table are
+read (Parquet prunes the rest), and a hash of the data columns when the batch holds a snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from lakemerge import columns as C
+from lakemerge.table.tombstones import SEQ
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+
+class Outcome(StrEnum):
+    """What one collapsed change does to the table."""
+
+    INSERT = "insert"
+    UPDATE = "update"
+    DELETE = "delete"
+    LATE = "late"
+    ABSENT = "absent"
+    UNCHANGED = "unchanged"
+
+
+WRITES = (Outcome.INSERT, Outcome.UPDATE, Outcome.DELETE)
+
+
+def newer_or_equal(source: str, target: str, sequence: Sequence[str]) -> str:
+    """SQL condition: the ``source`` alias's sequence is at least the ``target`` alias's,
+    comparing the sequence columns left to right."""
+    left = ", ".join(f"{source}.`{c}`" for c in sequence)
+    right = ", ".join(f"{target}.`{c}`" for c in sequence)
+    return f"struct({left}) >= struct({right})"
+
+
+def classify(
+    changes: DataFrame,
+    table: DataFrame | None,
+    *,
+    key: Sequence[str],
+    sequence: Sequence[str],
+    partition_by: Sequence[str] = (),
+    truncate_before: Column | None = None,
+    tombstones: DataFrame | None = None,
+    truncated_before: Column | None = None,
+    compare: Sequence[str] = (),
+    broadcast: bool = False,
+    keys: DataFrame | None = None,
+    table_of_keys: bool = False,
+    table_deletes: bool = False,
+    table_tombstones: bool = False,
+) -> DataFrame:
+    """Add ``_lm_outcome`` to each collapsed change, comparing with ``table`` (``None``: no table yet).
+
+    Matched changes also get the stored row's data file (``_lm_t_file``) and partition values
+    (``_lm_t_partition``), for dry runs to count what a batch touches. Stored rows older than the
+    batch's truncate (``truncate_before``) count as absent: the truncate removes them.
+
+    Args:
+        tombstones: the newest tombstone sequence of each key (key columns and ``_lm_tomb_seq``).
+        truncated_before: the newest truncate of earlier batches.
+        compare: with a snapshot in the batch, the columns whose values decide whether a snapshot
+            row (``_lm_snapshot``) equals the stored row.
+        broadcast: the batch is small enough to broadcast: the stored rows are first reduced to
+            the batch's keys with a broadcast semi-join, so that the table is scanned once and
+            never shuffled (a left join cannot broadcast its preserved side).
+        keys: with ``broadcast``, a frame holding the same keys as ``changes`` that is cheaper to
+            compute (the batch before it was collapsed: duplicates do no harm to a semi-join, and
+            the collapse's shuffle is not run once more for the keys alone).
+        table_of_keys: ``table`` holds only the batch's keys already (a log table's merged view
+            reduced to them): it is not marked for broadcast, so Spark joins those rows by a
+            shuffle unless its own size threshold finds them tiny (forced through the driver, they
+            measured 3-10 % slower for batches of 1,500 to 150,000 changes, bench/RESULTS.md,
+            "A log batch's stored rows"); ``broadcast`` still reduces ``tombstones`` to the batch's keys.
+        table_deletes: ``table`` holds deleted keys too, as rows whose ``_lm_op`` is ``D`` (a log
+            table's newest row per key, :func:`lakemerge.table.logview.newest_of_keys`): they count as
+            absent.
+        table_tombstones: with ``table_deletes``, such a row's sequence is also the key's tombstone
+            (on top of ``tombstones``).
+    """
+    from pyspark.sql import functions as F
+
+    op = F.col(C.OP)
+    incoming = F.struct(*[F.col(f"`{c}`") for c in sequence])
+    forgotten = F.lit(False)
+    keys = (changes if keys is None else keys).select(*[F.col(f"`{k}`") for k in key]) if broadcast else None
+    if tombstones is not None:
+        if keys is not None:
+            tombstones = _of_keys(tombstones, keys, key)
+        changes = _join_on_key(changes, tombstones.withColumnRenamed(SEQ, "_lm_t_tomb"), key, "_lm_tb")
+        forgotten = F.coalesce(incoming < F.col("_lm_t_tomb"), F.lit(False))
+    if truncated_before is not None:
+        forgotten = forgotten | (incoming < truncated_before)
+    if table is None:
+        outcome: Column = (
+            F.when(forgotten, F.lit(Outcome.LATE.value))
+            .when(op == "D", F.lit(Outcome.ABSENT.value))
+            .otherwise(F.lit(Outcome.INSERT.value))
+        )
+        return changes.withColumn(C.OUTCOME, outcome).drop("_lm_t_tomb")
+    stored = table.select(
+        *[F.col(f"`{k}`") for k in key],
+        F.struct(*[F.col(f"`{c}`") for c in sequence]).alias("_lm_t_seq"),
+        (F.col(C.OP) == "U" if table_deletes else F.lit(True)).alias("_lm_t_found"),
+        F.col("_metadata.file_path").alias(C.STORED_FILE),
+        F.to_json(F.struct(*[F.col(f"`{c}`") for c in partition_by])).alias(C.STORED_PARTITION)
+        if partition_by
+        else F.lit(None).cast("string").alias(C.STORED_PARTITION),
+        *([values_hash(compare).alias("_lm_t_hash")] if compare else []),
+    )
+    if keys is not None and not table_of_keys:
+        stored = _of_keys(stored, keys, key)
+    joined = _join_on_key(changes, stored, key, "_lm_t")
+    found = F.coalesce(F.col("_lm_t_found"), F.lit(False))
+    if table_tombstones:
+        forgotten = forgotten | F.coalesce(~F.col("_lm_t_found") & (incoming < F.col("_lm_t_seq")), F.lit(False))
+    if truncate_before is not None:
+        found = found & (F.col("_lm_t_seq") >= truncate_before)
+    same = F.lit(False)
+    if compare:
+        same = F.coalesce(F.col(C.SNAPSHOT), F.lit(False)) & (values_hash(compare) == F.col("_lm_t_hash"))
+    outcome = (
+        F.when(~found & forgotten, F.lit(Outcome.LATE.value))
+        .when(~found & (op == "D"), F.lit(Outcome.ABSENT.value))
+        .when(~found, F.lit(Outcome.INSERT.value))
+        .when(incoming < F.col("_lm_t_seq"), F.lit(Outcome.LATE.value))
+        .when(op == "D", F.lit(Outcome.DELETE.value))
+        .when(same, F.lit(Outcome.UNCHANGED.value))
+        .otherwise(F.lit(Outcome.UPDATE.value))
+    )
+    return joined.withColumn(C.OUTCOME, outcome).drop("_lm_t_seq", "_lm_t_found", "_lm_t_hash", "_lm_t_tomb")
+
+
+def values_hash(columns: Sequence[str]) -> Column:
+    """A hash of the values of ``columns`` (nulls included), equal for equal rows of equal types."""
+    from pyspark.sql import functions as F
+
+    return F.sha2(F.to_json(F.array(F.struct(*[F.col(f"`{c}`") for c in columns]))), 256)
+
+
+def _of_keys(frame: DataFrame, keys: DataFrame, key: Sequence[str]) -> DataFrame:
+    """The rows of ``frame`` whose key is among ``keys`` (broadcast), marked for broadcasting in turn."""
+    from pyspark.sql import functions as F
+
+    return F.broadcast(frame.join(F.broadcast(keys), on=list(key), how="left_semi"))
+
+
+def _join_on_key(left: DataFrame, right: DataFrame, key: Sequence[str], prefix: str) -> DataFrame:
+    """Left join ``right`` (which has the key columns under their names) on the key, dropping its copies."""
+    from pyspark.sql import functions as F
+
+    renamed = right
+    for i, k in enumerate(key):
+        renamed = renamed.withColumnRenamed(k, f"{prefix}_{i}")
+    condition = None
+    for i, k in enumerate(key):
+        part = F.col(f"`{k}`") == F.col(f"{prefix}_{i}")
+        condition = part if condition is None else condition & part
+    return left.join(renamed, on=condition, how="left").drop(*[f"{prefix}_{i}" for i in range(len(key))])
