@@ -45,7 +45,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from bench.data import KEY
+from bench.data import KEY, ROOT
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -57,7 +57,7 @@ HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: Seconds one run (a session, the table's creation and its batches) may take.
 TIMEOUT = 1800
 #: The harness's data folder (``python -m bench --data``'s default), where the tables go too.
-DATA = "/tmp/lakemerge-bench"
+DATA = ROOT
 
 
 def append_batch(spark: SparkSession, target: str) -> Callable[[str], None]:
