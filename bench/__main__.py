@@ -3,8 +3,10 @@
 For each scale factor it generates TPC-H ``orders`` (DuckDB dbgen) and, per cell
 (``layout:shape:fraction``), ``--batches`` change batches; then runs every peer on every cell in a
 fresh subprocess (its own Spark session, same resources), checks that all peers end with the same
-table (row count and checksum), and writes ``results.json`` after each run and RESULTS.md + plot
-at the end.
+table (row count and checksum), and writes under ``--out`` (default ``DATA/out``, where ``--data``
+defaults to ``/tmp/lakemerge-bench``: outside the source tree) the raw results (``results.json``,
+rewritten after each run) and, at the end, ``results-table.md`` and ``bench.png``
+(:func:`bench.report.write`).
 """
 
 from __future__ import annotations
@@ -38,9 +40,11 @@ def main(argv: list[str] | None = None) -> int:
         "--cells", nargs="+", default=list(DEFAULT_CELLS), help="layout:shape:percent, with @SF: at that SF only"
     )
     parser.add_argument("--peers", nargs="+", default=list(peers.PEERS), choices=peers.PEERS)
-    parser.add_argument("--data", default="/tmp/lakemerge-bench", help="where data and tables go")
-    parser.add_argument("--out", default=os.path.dirname(__file__), help="where RESULTS.md and the plot go")
-    parser.add_argument("--results", default="results.json", help="file name of the raw results under --data")
+    parser.add_argument("--data", default=data.ROOT, help="where data and tables go")
+    parser.add_argument(
+        "--out", help=f"where the raw results, results-table.md and bench.png go (default: DATA/out, {data.OUT})"
+    )
+    parser.add_argument("--results", default="results.json", help="file name of the raw results under --out")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per peer and cell")
     parser.add_argument(
         "--conf",
@@ -54,8 +58,10 @@ def main(argv: list[str] | None = None) -> int:
     if len(conf) != len(args.conf):
         parser.error("--conf takes KEY=VALUE pairs")
 
+    out = args.out or os.path.join(args.data, "out")
+    os.makedirs(out, exist_ok=True)
     results: list[dict[str, Any]] = []
-    raw = os.path.join(args.data, args.results)
+    raw = os.path.join(out, args.results)
     started = time.time()
     for sf in args.sf:
         root = os.path.join(args.data, f"sf{sf:g}")
@@ -83,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps(entry), flush=True)
                 with open(raw, "w") as fh:
                     json.dump({"command": _command(), "started": started, "results": results}, fh, indent=1)
-    report.write([raw], args.out)
+    report.write([raw], out)
     return 0
 
 

@@ -16,6 +16,11 @@ from dataclasses import dataclass
 
 KEY = "o_orderkey"
 DATE = "o_orderdate"
+#: The harness's data folder (``python -m bench --data``'s default): data, tables and, under
+#: ``out``, what a run writes; outside the source tree.
+ROOT = "/tmp/lakemerge-bench"
+#: Where the harness and ``python -m bench.report`` write by default.
+OUT = f"{ROOT}/out"
 
 
 @dataclass(frozen=True)

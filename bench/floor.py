@@ -26,7 +26,8 @@ The modes:
 With ``--prune``, ``bound`` and ``lookup`` read only the files whose key statistics meet the batch's
 smallest to largest key (from the feed's Parquet footer): on ``recent`` batches the table's newest
 file or two. The bounds are literals in the plan, new code for Spark to compile every batch: on
-``recent`` batches that cost both modes more than the files it skips saved (bench/RESULTS.md).
+``recent`` batches that cost both modes more than the files it skips saved (bench/RESULTS.md, "The
+floor of a Spark batch at SF1").
 
 Prints each run's seconds per batch, then per mode the median of each run's batches (what the
 harness reports), the mean of batches 3 to ``N`` ("warm"), and each round's ratio of ``hand`` and of
@@ -45,7 +46,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from bench.data import KEY
+from bench.data import KEY, ROOT
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -57,7 +58,7 @@ HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: Seconds one run (a session, the table's creation and its batches) may take.
 TIMEOUT = 1800
 #: The harness's data folder (``python -m bench --data``'s default), where the tables go too.
-DATA = "/tmp/lakemerge-bench"
+DATA = ROOT
 
 
 def append_batch(spark: SparkSession, target: str) -> Callable[[str], None]:

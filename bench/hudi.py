@@ -12,8 +12,8 @@ A batch is one Hudi upsert, as Hudi's streamer does it: the record key is the ta
 precombine field is ``seq`` (so the latest version of a key in a batch wins, and a batch never
 replaces a newer stored row: event-time ordering, set rather than inferred), and a delete is a row
 with ``_hoodie_is_deleted`` set, so that one commit applies the whole batch. The index is Hudi's
-bloom index, whose key ranges per file prune as lakemerge's do (``bench/RESULTS.md`` has what the
-simple index and the record index measured). Files are compressed with snappy, as the Delta peers'
+bloom index, whose key ranges per file prune as lakemerge's do (bench/RESULTS.md, "Hudi's settings",
+has what the simple index and the record index measured). Files are compressed with snappy, as the Delta peers'
 are (Hudi's default is gzip, which costs a copy-on-write rewrite much more CPU).
 
 ``iceberg_mor_spark35`` runs the ``iceberg_mor`` peer's MERGE INTO in the same environment (Iceberg

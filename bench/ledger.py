@@ -3,9 +3,8 @@
 Every batch reads the table's history for its ledger (the files and batches already applied). For
 each count of commits, a one-row table gets that many small commits, each carrying a batch record
 like a real batch's (a metadata-only commit: the history walk reads commit metadata, not data);
-then the ledger is read with no kept walk (what the first batch of a process does, and what every
-batch did before the walk was kept) and after one more commit with the walk kept (every later
-batch). Prints the median of 3 of each, in seconds.
+then the ledger is read with no kept walk (what the first batch of a process does) and after one
+more commit with the walk kept (every later batch). Prints the median of 3 of each, in seconds.
 """
 
 from __future__ import annotations

@@ -169,8 +169,8 @@ def _hand_merge(deletion_vectors: bool) -> Peer:
 
 
 def full_rewrite_batch(spark: SparkSession, path: str, layout: str) -> Callable[[str], None]:
-    """The seeds' way, for the Delta table at ``path``: union table and batch, keep the latest row per
-    key, overwrite the table."""
+    """The full rewrite, for the Delta table at ``path``: union table and batch, keep the latest row per
+    key, overwrite the table (what a job without MERGE does)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -193,7 +193,7 @@ def full_rewrite_batch(spark: SparkSession, path: str, layout: str) -> Callable[
 
 
 def full_rewrite(spark: SparkSession, source: str, path: str, layout: str, batches: Sequence[str]) -> list[float]:
-    """The seeds' way: union table and batch, keep the latest row per key, overwrite the table."""
+    """The full rewrite: union table and batch, keep the latest row per key, overwrite the table."""
     _create_delta(spark, source, path, layout)
     return _timed(batches, full_rewrite_batch(spark, path, layout))
 

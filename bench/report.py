@@ -1,21 +1,28 @@
 """Turn the harness's ``results.json`` into RESULTS-style tables and a PNG plot.
 
-``python -m bench.report OUT_DIR RESULTS_JSON...`` rewrites ``OUT_DIR/results-table.md`` (the
-measured part that RESULTS.md quotes) and ``OUT_DIR/bench.png``.
+``python -m bench.report [--out DIR] RESULTS_JSON...`` rewrites ``DIR/results-table.md`` (the
+measured part that bench/RESULTS.md quotes) and ``DIR/bench.png``; ``DIR`` defaults to
+``/tmp/lakemerge-bench/out``, outside the source tree. ``python -m bench.report bench/results.json``
+redraws the committed results.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
 import statistics
 import sys
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
+from bench.data import OUT
+
 BASE = "lakemerge"
-#: ``log`` mode, the second yardstick: what the targets of issue 7 are met with.
+#: ``log`` mode, the second yardstick: the mode the performance targets are measured with
+#: (bench/RESULTS.md, "Performance targets").
 LOG = "lakemerge_log"
 
 
@@ -145,5 +152,15 @@ def write(raws: list[str], out: str) -> None:
     plot(results, os.path.join(out, "bench.png"))
 
 
+def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.report", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=OUT, help=f"where results-table.md and bench.png go (default {OUT})")
+    parser.add_argument("results", nargs="+", metavar="RESULTS_JSON", help="raw results of the harness")
+    args = parser.parse_args(argv)
+    write(args.results, args.out)
+    print(f"{os.path.join(args.out, 'results-table.md')} and {os.path.join(args.out, 'bench.png')} written")
+    return 0
+
+
 if __name__ == "__main__":
-    write(sys.argv[2:], sys.argv[1])
+    sys.exit(main(sys.argv[1:]))
