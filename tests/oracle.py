@@ -1,4 +1,4 @@
-"""A plain-Python reference of PRODUCT.md's semantics 1-4, sharing no code with lakemerge.
+"""A plain-Python reference of docs/semantics.md §1-§4 and §12, sharing no code with lakemerge.
 
 A table is a dict from key to row (a dict holding the sequence too). A batch is a list of files,
 each a list of change rows in file order; files are taken in the order given (the test sorts them
@@ -39,7 +39,7 @@ class Oracle:
     op: str
     partial: Sequence[str] = ()
     table: dict[tuple[Any, ...], Row] = field(default_factory=dict)
-    # Tombstones (PRODUCT.md §Semantics 1): each deleted key's greatest delete sequence, and the
+    # Tombstones (docs/semantics.md §12): each deleted key's greatest delete sequence, and the
     # greatest truncate; a change for a key not in the table older than either is late.
     tombstones: dict[tuple[Any, ...], Any] = field(default_factory=dict)
     truncated_at: Any = None
@@ -114,9 +114,9 @@ class Oracle:
 
 
 # ---------------------------------------------------------------------------------------------
-# A second, functional reference used by tests/test_properties_oracle.py: semantics 1, 2 and 8
+# A second, functional reference used by tests/semantics/test_properties_oracle.py: semantics 1, 2 and 8
 # for upserts and deletes only (no tombstones, no partial updates, no truncates). Written from
-# PRODUCT.md alone; it shares nothing with the Oracle class above nor with lakemerge.
+# docs/semantics.md alone; it shares nothing with the Oracle class above nor with lakemerge.
 # ---------------------------------------------------------------------------------------------
 
 UPSERT_CODES = frozenset({"I", "U"})
@@ -149,7 +149,7 @@ def apply_batch(
     """Fold one batch into `state`; return the new state (the input is not modified) and counts.
 
     `tombstones` (updated in place) maps each deleted key to its greatest delete sequence: a change
-    for a key the state lacks that is older than its tombstone is late (PRODUCT.md §Semantics 1).
+    for a key the state lacks that is older than its tombstone is late (docs/semantics.md §12).
 
     `files` are (file name or full path, rows in file order). File order is lexicographic by the
     name/path given, whatever order the list is in. Within the batch each key keeps one change:

@@ -1,4 +1,5 @@
-"""Groups of tables applied together, and the consistent point readers use (seed 003).
+"""Groups of tables applied together, and the consistent point readers use (what the transactions
+of Hive's streaming mutation API gave, over several tables).
 
 A group run applies one batch to each table of the group, in order. Only when every table has
 succeeded is the group's point, ``{table: version}``, appended to the group's state (a Delta table,

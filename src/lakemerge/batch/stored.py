@@ -79,7 +79,7 @@ def read_stored(
 def conformed(
     spark: SparkSession, table: TableConfig, valid: DataFrame, stored: StructType, data_columns: Sequence[str]
 ) -> DataFrame:
-    """The changes with the types of the table's columns (widening only; docs/semantics.md).
+    """The changes with the types of the table's columns (widening only; docs/semantics.md §7).
 
     Raises:
         SchemaError: a key or sequence column is not in the table, or a type cannot be widened.
@@ -108,7 +108,7 @@ def _check_table_columns(table: TableConfig, stored_columns: Sequence[str]) -> N
 
 @dataclass(frozen=True)
 class Truncate:
-    """The batch's latest truncate (docs/semantics.md), if any.
+    """The batch's latest truncate (docs/semantics.md §4), if any.
 
     Attributes:
         records: truncate records in the batch.
@@ -155,7 +155,7 @@ def find_truncate(
 @dataclass(frozen=True)
 class Absent:
     """What a batch's full snapshots add: a delete of each key a snapshot lacks in its scope, and the
-    snapshots' positions the commit records (docs/semantics.md)."""
+    snapshots' positions the commit records (docs/semantics.md §5)."""
 
     changes: DataFrame
     count: int = 0

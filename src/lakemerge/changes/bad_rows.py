@@ -1,6 +1,6 @@
 """Bad change records: the error naming the first one's file and row (a batch over its quarantine
 threshold fails with it), and the quarantine's rows (a batch within it keeps them, with reason, raw
-record, file and row: docs/semantics.md)."""
+record, file and row: docs/semantics.md §9)."""
 
 from __future__ import annotations
 

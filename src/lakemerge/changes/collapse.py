@@ -1,4 +1,4 @@
-"""Collapse a batch to one change per key (PRODUCT.md §Semantics 1, 2 and 3).
+"""Collapse a batch to one change per key (docs/semantics.md §1-§3).
 
 Within a key, the change with the greatest sequence wins; ties go to the later file in file order,
 then to the later row in its file. The order is total, so the same input always gives the same

@@ -1,4 +1,4 @@
-"""Full-snapshot feeds (PRODUCT.md §Semantics 5, docs/history.md).
+"""Full-snapshot feeds (docs/semantics.md §5 Full snapshots, docs/history.md).
 
 A snapshot feed's files hold every row of the table (or of the partitions they cover), not changes.
 This module decides which pending files form the next snapshot, checks that snapshots arrive in

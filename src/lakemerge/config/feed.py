@@ -45,17 +45,17 @@ class FeedConfig(Model):
             is an upsert (chombo's rule). Non-empty: any other code is an error.
         ignore_codes: op codes of records to skip and count as ignored (Debezium tombstones).
         truncate_codes: op codes meaning truncate: every stored row and every change older than
-            the truncate record is removed (PRODUCT.md §Semantics 4).
+            the truncate record is removed (docs/semantics.md §4 Truncate).
         op_codes_ignore_case: compare op codes ignoring case.
         delete_file_prefix: every row of a file whose name starts with this prefix is a delete.
         file_order: how files are ordered: by ``name`` (full path), by the number after the last
-            ``_`` in the name (``name_number``, seed 000's convention), or by modification time
+            ``_`` in the name (``name_number``, chombo's convention), or by modification time
             (``mtime``); ties by path.
         null_value: the string read as null in delimited files.
         archive: a directory where ``lakemerge run`` moves files once their batch is committed.
         keep_columns / drop_columns: keep only the listed feed columns, or all but the listed ones
             (e.g. CDC metadata). Key, sequence and partition columns are always kept.
-        snapshot: every file is (part of) a full snapshot of the table (PRODUCT.md §Semantics 5):
+        snapshot: every file is (part of) a full snapshot of the table (docs/semantics.md §5 Full snapshots):
             keys it lacks are deleted, as of the snapshot's greatest sequence, and rows it repeats
             unchanged are not rewritten. A batch applies at most one snapshot of the feed.
         snapshot_order: what orders snapshots: the number after the last ``_`` of the file name
@@ -63,7 +63,7 @@ class FeedConfig(Model):
             greatest value of ``snapshot_column`` in the file. A snapshot older than the last one
             applied is an error.
         snapshot_scope: ``table``: the snapshot covers the whole table; ``partitions``: it covers
-            only the table partitions its rows fall in (one snapshot per partition, seed 002).
+            only the table partitions its rows fall in (one snapshot per partition, as Gobblin's compaction takes them).
     """
 
     location: tuple[str, ...]

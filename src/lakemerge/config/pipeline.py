@@ -12,7 +12,7 @@ from lakemerge.config.table import TableConfig
 
 
 class GroupConfig(Model):
-    """Tables applied together (seed 003): each run applies one batch to every table of the group,
+    """Tables applied together: each run applies one batch to every table of the group,
     then records the group's point, ``{table: version}``, in one commit to a small Delta table at
     ``state``. Readers time-travel each table to the last recorded point to see all of them at once.
 

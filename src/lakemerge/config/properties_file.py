@@ -1,4 +1,4 @@
-"""Read a chombo ``RecordSetBulkMutator`` properties file unchanged (seed 000).
+"""Read a chombo ``RecordSetBulkMutator`` properties file unchanged.
 
 Keys are read with or without chombo's ``rsbm.`` prefix:
 

@@ -18,7 +18,7 @@ Clustering = Literal["none", "zorder", "liquid"]
 #: A catalog object name: ``table`` or ``database.table``.
 _CATALOG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
 
-#: Columns lakemerge adds to SCD type 2 tables (docs/semantics.md): the sequence at which a
+#: Columns lakemerge adds to SCD type 2 tables (docs/semantics.md §6): the sequence at which a
 #: version starts, where it ends (null while it is current), and whether it is current.
 START_AT, END_AT, CURRENT = "__start_at", "__end_at", "__current"
 SCD2_COLUMNS = (START_AT, END_AT, CURRENT)
@@ -42,11 +42,11 @@ class TableConfig(Model):
             batches compare against it; within a batch, file order then row position break ties.
         partition_by: partition columns of the table (used when lakemerge creates it).
         feed: where the changes come from.
-        more_feeds: further feeds of the same table (seed 001: regional systems feeding one table),
+        more_feeds: further feeds of the same table (regional systems feeding one table),
             each with its own format settings. Files arriving together are applied in one batch,
             ordered feed by feed (``feed`` first), then by each feed's file order. In TOML, list
             them all as ``[[tables.NAME.feeds]]`` instead of one ``[tables.NAME.feed]``.
-        ignore_null_updates: partial updates (PRODUCT.md §Semantics 3): a null in an upsert means
+        ignore_null_updates: partial updates (docs/semantics.md §3 Partial updates): a null in an upsert means
             "unchanged". ``true`` for every column but key and sequence, or a list of columns.
         widen_date_to_timestamp: accept a DATE feed column into a TIMESTAMP table column.
         quarantine_path: where bad records go (default: the table's path + ``__quarantine``).
@@ -59,12 +59,12 @@ class TableConfig(Model):
         commit_attempts: how many times a batch is planned and committed again when a concurrent
             writer wins the race, with exponential backoff, before giving up with a ConflictError.
         history: ``latest`` keeps the latest version of each record; ``scd2`` keeps every version
-            (SCD type 2, PRODUCT.md §Semantics 6) with ``__start_at``, ``__end_at`` (null while
+            (docs/semantics.md §6 SCD type 2 history) with ``__start_at``, ``__end_at`` (null while
             current) and ``__current``.
         track_columns: with ``scd2``, the columns whose changes open a new version (default: all
             but key and sequence); changes to other columns update the version they fall in.
         tombstones: remember deleted keys with the delete's sequence, so that a late update older
-            than the delete cannot bring the record back (PRODUCT.md §Semantics 1).
+            than the delete cannot bring the record back (docs/semantics.md §12 Tombstones).
         tombstone_path: where tombstones are kept, a Delta table beside the table (default: the
             table's path + ``__tombstones``).
         write_mode: how batches reach the table (docs/modes.md): ``copy_on_write`` (Delta MERGE

@@ -231,8 +231,8 @@ def parquet_schema(spark: SparkSession, paths: Sequence[str]) -> StructType | No
     reports the file).
 
     Spark infers a Parquet schema from the first file in path order (without summary files) and
-    runs a Spark job for it even for one file: 40-50 ms of every batch (bench/RESULTS.md,
-    "Eighteenth session")."""
+    runs a Spark job for it even for one file: 57-73 ms of every warm read (bench/RESULTS.md,
+    "Parquet feed schema")."""
     import json
 
     from pyspark.sql.types import StructType

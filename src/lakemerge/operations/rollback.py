@@ -1,4 +1,4 @@
-"""Roll a table back to an earlier version with Delta's RESTORE (seed 000's backup step).
+"""Roll a table back to an earlier version with Delta's RESTORE (chombo's backup of the master data, as one commit).
 
 The restore is one commit. Its record says whether the files applied by the undone versions
 become pending again (``reapply``: the next run applies them anew) or stay consumed.

@@ -157,12 +157,12 @@ def commit_rows(spark: SparkSession, path: str, first: int, last: int) -> list[d
 
 @dataclass
 class Ledger:
-    """What the table's history says lakemerge committed (PRODUCT.md §Semantics 8).
+    """What the table's history says lakemerge committed (docs/semantics.md §8 Atomicity and exactly once).
 
     Attributes:
         files: every file recorded by a committed batch: path → (file as applied, version).
         batch_ids: the ids of the batches whose commits the table's content still holds.
-        snapshots: per feed index, the position of the last full snapshot applied (§Semantics 5).
+        snapshots: per feed index, the position of the last full snapshot applied (docs/semantics.md §5).
         last_batch: the greatest batch number a record in the history carries (rolled-back
             batches included: Delta's transaction state keeps their numbers too), or ``None``
             when the history holds no batch record (a new table, or log cleanup removed them all).

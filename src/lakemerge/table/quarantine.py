@@ -1,4 +1,4 @@
-"""The quarantine: bad records kept with their reason, never dropped (PRODUCT.md §Semantics 9).
+"""The quarantine: bad records kept with their reason, never dropped (docs/semantics.md §9 Bad records and quarantine).
 
 Bad rows of a batch within the table's threshold are appended, before the batch's own commit, to a
 Delta table beside it (``<table path>__quarantine`` unless configured), each with the batch id,

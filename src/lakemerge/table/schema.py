@@ -1,4 +1,4 @@
-"""Match a batch's column types to the table's: widening only (docs/semantics.md)."""
+"""Match a batch's column types to the table's: widening only (docs/semantics.md §7)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-# Widening casts allowed from the feed's type to the table's (PRODUCT.md §Semantics 7).
+# Widening casts allowed from the feed's type to the table's (docs/semantics.md §7).
 _WIDENS_TO = {
     "tinyint": {"smallint", "int", "bigint"},
     "smallint": {"int", "bigint"},
@@ -31,7 +31,7 @@ def conform(
     date_to_timestamp: bool = False,
     table_widens: bool = False,
 ) -> DataFrame:
-    """Match the batch's column types to the table's (PRODUCT.md §Semantics 7).
+    """Match the batch's column types to the table's (docs/semantics.md §7 Schema drift).
 
     A feed type narrower than the table's is cast up (int → bigint, float → double, and
     date → timestamp when ``date_to_timestamp``). A feed type wider than the table's widens the

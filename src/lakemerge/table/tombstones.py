@@ -1,4 +1,4 @@
-"""Tombstones: the remembered (key, sequence) of deletes (PRODUCT.md §Semantics 1, docs/history.md).
+"""Tombstones: the remembered (key, sequence) of deletes (docs/semantics.md §12 Tombstones, docs/history.md).
 
 They live in a Delta table of their own beside the table, so that no reader of the table ever sees
 them. Columns: the table's key and sequence columns, then

@@ -1,4 +1,4 @@
-"""Decide, for each collapsed change, what it does to the table (PRODUCT.md §Semantics 1).
+"""Decide, for each collapsed change, what it does to the table (docs/semantics.md §1 Latest version wins).
 
 Outcomes:
 
@@ -8,7 +8,7 @@ Outcomes:
 - ``delete``: a delete whose sequence is at least the stored row's;
 - ``late``: a change older than the stored row: ignored and counted;
 - ``absent``: a delete for a key the table lacks: nothing to do;
-- ``unchanged``: a full snapshot's row equal to the stored row: nothing to write (§Semantics 5).
+- ``unchanged``: a full snapshot's row equal to the stored row: nothing to write (docs/semantics.md §5).
 
 For a key the table lacks, a change older than the key's newest tombstone, or than the newest
 truncate, is ``late`` too (docs/history.md). Only the key and sequence columns of the table are

@@ -1,4 +1,4 @@
-"""SCD type 2 history (PRODUCT.md §Semantics 6, docs/history.md): every version of a record is a row
+"""SCD type 2 history (docs/semantics.md §6 SCD type 2 history, docs/history.md): every version of a record is a row
 with ``__start_at``, ``__end_at`` and ``__current``.
 
 A batch rebuilds the history of the keys it touches, and only of those:

@@ -1,4 +1,4 @@
-"""Full-snapshot feeds (PRODUCT.md §Semantics 5, docs/history.md), seed 002's cases: keys a snapshot
+"""Full-snapshot feeds (docs/semantics.md §5, docs/history.md), Gobblin's cases: keys a snapshot
 lacks are deleted as of the snapshot, unchanged rows are not rewritten, a delta record wins over the
 snapshot only when newer, partitioned snapshots delete within their partitions, snapshots apply in
 order. Tables are read back with delta-rs."""

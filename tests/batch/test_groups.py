@@ -1,4 +1,4 @@
-"""Groups of tables applied together, and the consistent point readers use (seed 003)."""
+"""Groups of tables applied together, and the consistent point readers use."""
 
 from __future__ import annotations
 

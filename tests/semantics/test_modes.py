@@ -183,6 +183,7 @@ def test_large_log_batches_match_copy_on_write(
     )
 
 
+@pytest.mark.internals
 def test_one_broadcast_of_a_batchs_keys_reduces_both_table_and_log(spark: Any, tmp_path: Path) -> None:
     """The merged view of a batch's keys reads table and log each reduced to those keys by a
     broadcast semi-join, and without adaptive execution (a tuned batch's) both use one broadcast of
@@ -227,6 +228,7 @@ def _broadcasts(plan: str) -> list[str]:
     return found
 
 
+@pytest.mark.internals
 def test_a_log_batch_broadcasts_its_keys_but_never_the_stored_rows(spark: Any, tmp_path: Path) -> None:
     """A log batch reduces table and log to its keys by broadcasting the keys; the stored rows so
     found (ranked per key: a Window) are not marked for broadcast: joined by a shuffle unless Spark's

@@ -48,6 +48,7 @@ def walks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
+@pytest.mark.internals
 @pytest.mark.parametrize("mode", ["log", "copy_on_write"])
 def test_a_batch_walks_no_jvm_package_path(spark: Any, tmp_path: Path, walks: list[str], mode: str) -> None:
     table = csv_table(tmp_path, mode)

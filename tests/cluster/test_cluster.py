@@ -17,7 +17,7 @@ import pytest
 
 import lakemerge
 from lakemerge.spark.session import session_conf
-from tests.cluster import beeline, standalone, thrift_server
+from tests.cluster.standalone import beeline, standalone, thrift_server
 from tests.helpers import read_table, write_lines
 from tests.oracle import Oracle
 

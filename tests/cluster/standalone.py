@@ -1,5 +1,5 @@
 """Start real Spark services on this machine from the installed PySpark, as separate processes: a
-standalone master with workers, and the Spark Thrift server. Used by tests/test_cluster.py."""
+standalone master with workers, and the Spark Thrift server. Used by tests/cluster/test_cluster.py."""
 
 from __future__ import annotations
 

@@ -132,6 +132,7 @@ def _loaded(frame: Any) -> bool:
     return bool(frame._jdf.queryExecution().withCachedData().cacheBuilder().isCachedColumnBuffersLoaded())
 
 
+@pytest.mark.internals
 @pytest.mark.parametrize(
     ("write_mode", "lines"),
     [
@@ -172,6 +173,7 @@ def test_the_batch_s_own_writes_leave_its_cached_classification_in_place(
         plan.release()
 
 
+@pytest.mark.internals
 def test_a_batch_reads_the_tombstone_table_from_its_checksums_list_of_files(spark: Any, tmp_path: Path) -> None:
     """The tombstone table gains a version with every batch that deletes; reading it through Delta
     rebuilt that version's state from its commits (a "Filtering files" job) in each such batch."""

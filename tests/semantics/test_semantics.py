@@ -1,4 +1,4 @@
-"""PRODUCT.md §Semantics 1, 2 and 8, one rule per test, read back with delta-rs."""
+"""docs/semantics.md §1, §2 and §8, one rule per test, read back with delta-rs."""
 
 from __future__ import annotations
 

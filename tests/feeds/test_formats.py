@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import lakemerge
 from tests.helpers import jobs_of, read_table, write_lines
 
@@ -175,6 +177,7 @@ def test_several_feeds_write_one_table_in_one_batch(spark: object, tmp_path: Pat
     assert (tmp_path / "west" / "w1.json").exists()  # the west feed does not archive
 
 
+@pytest.mark.internals
 def test_a_parquet_feed_has_spark_s_inferred_schema_without_its_inference_job(spark: Any, tmp_path: Path) -> None:
     """Spark infers a Parquet feed's schema from the first file in path order, in a Spark job of its
     own; lakemerge reads that file's footer with Spark's own function instead: the same schema (of

@@ -1,4 +1,4 @@
-"""Seed 000 (chombo's bulk mutator): its product example and its conventions through the
+"""chombo's bulk mutator: its product example and its conventions through the
 properties interface, from the CLI and from Python."""
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ def test_file_name_number_orders_changes_without_an_ordering_field(spark: object
     batch2 = tmp_path / "b2"
     write_lines(batch2 / "incr_30.csv", ["a,stale", "c,newer", "b,back"])
     result = lakemerge.apply_table(cfg, inputs=[str(batch2)], spark=spark)
-    # b was deleted at 50 in the first batch: its tombstone makes this older update late (§Semantics 1).
+    # b was deleted at 50 in the first batch: its tombstone makes this older update late (docs/semantics.md §12).
     assert (result.metrics.late, result.metrics.updated, result.metrics.inserted) == (2, 1, 0)
     assert read_table(table) == [
         {"id": "a", "v": "from-100", "_lm_sequence": 100},

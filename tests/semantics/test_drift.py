@@ -1,4 +1,4 @@
-"""Schema drift (PRODUCT.md §Semantics 7) and ordering without a sequence field (§Semantics 2)."""
+"""Schema drift (docs/semantics.md §7) and ordering without a sequence field (§11)."""
 
 from __future__ import annotations
 

@@ -353,7 +353,7 @@ def test_vacuum_drops_orphans_and_expired_tombstones(
 
 
 def test_vacuum_through_the_cli(spark: object, tmp_path: Path) -> None:
-    from tests.test_seed import cli
+    from tests.semantics.test_seed import cli
 
     pipeline = tmp_path / "p.toml"
     pipeline.write_text(
@@ -424,7 +424,7 @@ def test_scd2_crash_after_the_tombstones_then_rerun_equals_the_oracle(
 def test_the_readme_history_example_validates(tmp_path: Path) -> None:
     import re
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     example = next(b for b in re.findall(r"```toml\n(.*?)```", readme, flags=re.S) if "scd2" in b)
     (tmp_path / "p.toml").write_text(example)
     table = lakemerge.load_pipeline(tmp_path / "p.toml").table("customers")

@@ -1,4 +1,4 @@
-"""Partial updates, truncate, column selection and the quarantine (PRODUCT.md §Semantics 3, 4, 9)."""
+"""Partial updates, truncate, column selection and the quarantine (docs/semantics.md §3, §4, §9)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ import lakemerge
 from lakemerge.cli.app import app
 from tests.helpers import read_table, write_lines
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 
 
 def block(language: str) -> str:

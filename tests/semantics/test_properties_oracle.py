@@ -1,4 +1,4 @@
-"""Property tests of PRODUCT.md semantics 1, 2 and 8 against tests/oracle.py's `apply_batch`.
+"""Property tests of docs/semantics.md §1, §2 and §8 against tests/oracle.py's `apply_batch`.
 
 Random multi-batch change sets (duplicate keys within a batch, equal sequences, late records across
 batches, deletes and re-inserts, a composite key, partition moves, 1-3 files of 1-6 rows per

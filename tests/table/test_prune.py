@@ -182,6 +182,7 @@ def _unlisted(monkeypatch: pytest.MonkeyPatch, table: lakemerge.TableConfig) -> 
     )
 
 
+@pytest.mark.internals
 @pytest.mark.parametrize("mode", ["copy_on_write", "log", THROUGH_DELTA])
 def test_files_outside_the_batch_key_ranges_are_never_read(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
@@ -240,6 +241,7 @@ def test_files_outside_the_batch_key_ranges_are_never_read(
     assert rows == sorted(wanted, key=lambda r: r["id"])
 
 
+@pytest.mark.internals
 def test_a_log_batch_pruned_by_its_key_ranges_reuses_the_code_of_the_batch_before(spark: Any, tmp_path: Path) -> None:
     """Neither a batch's key ranges nor its batch number are written into the code Spark generates:
     a warm batch on other keys than the batch before compiles no new class (bench/RESULTS.md,
@@ -492,6 +494,7 @@ def test_a_small_table_is_read_whole_without_ranges_or_their_check(
 
 
 @pytest.mark.small_tables_whole
+@pytest.mark.internals
 def test_a_log_batch_reading_its_table_whole_lists_its_files_without_delta_s_file_skipping(
     spark: Any, tmp_path: Path
 ) -> None:
@@ -513,6 +516,7 @@ def test_a_log_batch_reading_its_table_whole_lists_its_files_without_delta_s_fil
     assert read_log_view(table.path, table.log_table, "id", COLUMNS) == state_rows(state, COLUMNS)
 
 
+@pytest.mark.internals
 def test_a_batch_counts_its_rows_and_finds_its_key_ranges_in_one_spark_job(spark: Any, tmp_path: Path) -> None:
     """The batch's row counts and its key slices' bounds are one aggregate: one job, which reads the
     feed once (the gaps were found in a second read, whose keys were sorted in one task)."""

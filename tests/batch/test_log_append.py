@@ -173,6 +173,7 @@ def test_counts_that_do_not_add_up_commit_nothing(
     assert {r["k"] for r in view(spark, table)} == {1, 3, 4, 5}
 
 
+@pytest.mark.internals
 def test_a_log_batch_reads_its_changes_without_caching_them(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

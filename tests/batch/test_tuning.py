@@ -99,6 +99,9 @@ def test_scoped_settings_are_put_back_set_or_unset_even_when_the_block_fails(spa
         spark.conf.unset(key)
 
 
+@pytest.mark.internals
+@pytest.mark.internals
+@pytest.mark.internals
 @pytest.mark.parametrize("size", ["broadcast", "keys broadcast"])
 def test_a_small_batch_is_classified_and_logged_with_its_own_settings_and_the_session_keeps_its_own(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: str
@@ -170,6 +173,7 @@ def test_a_large_batch_or_a_session_that_says_no_keeps_the_session_settings(
     assert sorted((r["id"], r["a"]) for r in rows) == [(1, "x"), (5, "e")]
 
 
+@pytest.mark.internals
 def test_a_log_batch_whose_keys_are_too_many_to_broadcast_keeps_the_session_settings(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -215,6 +219,7 @@ def test_a_batch_that_fails_while_tuned_leaves_the_session_settings_and_the_tabl
     assert [(r["id"], r["a"]) for r in read_table(table.path)] == [(1, "a")]
 
 
+@pytest.mark.internals
 def test_a_small_batch_runs_whole_without_adaptive_execution_but_the_merge_and_compaction_keep_the_sessions(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -262,6 +267,7 @@ def test_a_batch_that_reaches_the_whole_table_is_planned_with_the_session_settin
     assert sorted((r["id"], r["a"]) for r in read_table(table.path)) == expected
 
 
+@pytest.mark.internals
 def test_the_merge_of_a_small_batch_rewrites_the_table_in_the_sessions_partitions_not_the_batchs(
     spark: Any, tmp_path: Path
 ) -> None:
