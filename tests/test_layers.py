@@ -129,3 +129,18 @@ def test_no_subpackage_shadows_a_public_name() -> None:
     for name in _modules():
         importlib.import_module(name)
     assert [n for n, value in public.items() if getattr(lakemerge, n) is not value] == []
+
+
+def test_no_identifier_is_quoted_by_hand() -> None:
+    """Column names reach Spark's SQL parser only through ``lakemerge.columns.quoted`` (or ``col``),
+    which doubles a backtick inside a name; a hand-built ``f"`{name}`"`` would let one through."""
+    import re
+
+    hand_built = re.compile(r"(?<!`)`\{[^}]*\}`(?!`)")
+    found = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in PACKAGE.rglob("*.py")
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if hand_built.search(line)
+    ]
+    assert found == []

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
 #: Prefix reserved for lakemerge's internal columns; feeds may not use it.
 RESERVED_PREFIX = "_lm_"
 
@@ -19,3 +24,17 @@ AFTER_DELETE = "_lm_after_delete"  # partial updates: the batch deleted the key 
 HEADER = "_lm_header"  # lines before the first record in the row's file
 SNAPSHOT = "_lm_snapshot"  # the row comes from a full-snapshot feed
 SNAPSHOT_ABSENT = "_lm_snapshot_absent"  # a delete made for a key the snapshot lacks
+
+
+def quoted(name: str) -> str:
+    """``name`` as a SQL identifier: in backticks, a backtick inside it doubled. Every column name
+    that reaches Spark's SQL parser goes through here (a test finds any quoted by hand)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def col(name: str, alias: str | None = None) -> Column:
+    """The column called ``name`` (of the relation or struct ``alias``), whatever characters the
+    name holds: dots, spaces, backticks and all."""
+    from pyspark.sql import functions as F
+
+    return F.col(f"{alias}.{quoted(name)}" if alias else quoted(name))

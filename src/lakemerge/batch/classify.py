@@ -14,6 +14,7 @@ from lakemerge.batch import ranges as batch_ranges
 from lakemerge.batch.cached import Cached
 from lakemerge.batch.stored import Stored, Truncate
 from lakemerge.changes import collapse
+from lakemerge.columns import col
 from lakemerge.config import TableConfig
 from lakemerge.table import logview, prune
 from lakemerge.table.prune import KeyRanges, key_ranges
@@ -121,11 +122,10 @@ def _candidates(
     batch adds the log's deletes to the tombstone table's (classification cuts both down to the
     batch's keys). Rows are filtered by the key ranges, except a ``log`` batch's own keys of sides
     read within them: its literals would make new code for Spark to compile every batch."""
-    from pyspark.sql import functions as F
 
     candidates = stored.rows
     if stored.of_keys:
-        keys = valid.select(*[F.col(f"`{k}`") for k in table.key])
+        keys = valid.select(*[col(k) for k in table.key])
         candidates = logview.newest_of_keys(spark, table, keys=keys, sides=stored.sides)
     elif table.log_mode and table.tombstones and stored.rows is not None:
         tombstones = tombstones.adding(logview.tombstones(spark, table))

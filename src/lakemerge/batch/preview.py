@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lakemerge import columns as C
+from lakemerge.columns import col
 from lakemerge.results import BatchResult
 from lakemerge.write import Outcome, scd2
 
@@ -29,7 +30,7 @@ def preview(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
     if partition_by:
         new = F.when(
             outcome.isin(Outcome.INSERT.value, Outcome.UPDATE.value),
-            F.to_json(F.struct(*[F.col(f"`{c}`") for c in partition_by])),
+            F.to_json(F.struct(*[col(c) for c in partition_by])),
         )
         old = F.when(matched, F.col(C.STORED_PARTITION)) if plan.exists else F.lit(None).cast("string")
         touched = frame.select(F.explode(F.array(new, old)).alias("p")).filter("p IS NOT NULL")
@@ -42,11 +43,10 @@ def preview(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
 
 def _preview_history(plan: BatchPlan, history: scd2.History) -> BatchResult:
     """A dry run of an SCD2 batch: the versions it writes, and the partitions they fall in."""
-    from pyspark.sql import functions as F
 
     partition_by = plan.table.partition_by
     if partition_by:
-        partitions = history.source.select(*[F.col(f"`{c}`") for c in partition_by]).distinct().count()
+        partitions = history.source.select(*[col(c) for c in partition_by]).distinct().count()
     else:
         partitions = 1 if plan.writes else 0
     return _dry_result(plan, partitions_touched=partitions)

@@ -15,6 +15,7 @@ from lakemerge import columns as C
 from lakemerge.batch.cached import Cached
 from lakemerge.batch.select import Selection
 from lakemerge.changes.snapshot import absent_deletes, check_order, scope_positions
+from lakemerge.columns import col
 from lakemerge.config import TableConfig
 from lakemerge.config.table import FILE_SEQUENCE_COLUMN
 from lakemerge.errors import InputError, SchemaError
@@ -126,7 +127,7 @@ class Truncate:
 
         if self.before is None:
             return valid
-        sequence = F.struct(*[F.col(f"`{c}`") for c in table.sequence_columns])
+        sequence = F.struct(*[col(c) for c in table.sequence_columns])
         return valid.filter((F.col(C.OP) != "T") & (sequence >= self.before))
 
 
@@ -140,7 +141,7 @@ def find_truncate(
     if not any(f.truncate_codes for f in table.feeds):
         return Truncate()
     with scoped_conf(spark, own):
-        sequence = F.struct(*[F.col(f"`{c}`") for c in table.sequence_columns])
+        sequence = F.struct(*[col(c) for c in table.sequence_columns])
         truncates = valid.filter(F.col(C.OP) == "T")
         row = truncates.agg(F.count(F.lit(1)).alias("n"), F.max(sequence).alias("at")).collect()[0]
         if not row["n"]:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from lakemerge import columns as C
 from lakemerge.changes.normalize import ChangeSet
+from lakemerge.columns import col
 from lakemerge.errors import InputError
 from lakemerge.feeds.files import FeedFile
 
@@ -63,9 +64,7 @@ def quarantine_rows(
 
     paths = F.create_map(*[x for i, f in enumerate(files) for x in (F.lit(i), F.lit(f.path))])
     in_file = Window.partitionBy(C.FILE).orderBy(C.BLOCK, C.ROW_ID)
-    record = F.coalesce(
-        F.col(C.RAW), F.to_json(F.struct(*[F.col(f"`{c}`") for c in data_columns if c in frame.columns]))
-    )
+    record = F.coalesce(F.col(C.RAW), F.to_json(F.struct(*[col(c) for c in data_columns if c in frame.columns])))
     return (
         frame.withColumn("_lm_line", F.row_number().over(in_file) + F.col(C.HEADER))
         .filter(F.col(C.ERROR).isNotNull())

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from lakemerge import columns as C
+from lakemerge.columns import col, quoted
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 def _order(sequence: Sequence[str], *, descending: bool) -> list[Column]:
     from pyspark.sql import functions as F
 
-    names = [f"`{c}`" for c in sequence] + [C.FILE, C.BLOCK, C.ROW_ID]
+    names = [quoted(c) for c in sequence] + [C.FILE, C.BLOCK, C.ROW_ID]
     return [F.col(n).desc() if descending else F.col(n).asc() for n in names]
 
 
@@ -35,7 +36,7 @@ def collapse(
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    keys = [F.col(f"`{k}`") for k in key]
+    keys = [col(k) for k in key]
     if partial:
         upto = Window.partitionBy(*keys).orderBy(*_order(sequence, descending=False))
         running = upto.rowsBetween(Window.unboundedPreceding, Window.currentRow)
@@ -46,7 +47,7 @@ def collapse(
             .rowsBetween(Window.unboundedPreceding, Window.currentRow)
         )
         for name in partial:
-            upserted = F.when(F.col(C.OP) == "U", F.col(f"`{name}`"))
+            upserted = F.when(F.col(C.OP) == "U", col(name))
             frame = frame.withColumn(name, F.last(upserted, ignorenulls=True).over(in_epoch))
         frame = frame.withColumn(C.AFTER_DELETE, F.col("_lm_epoch") > 0).drop("_lm_epoch")
     window = Window.partitionBy(*keys).orderBy(*_order(sequence, descending=True))

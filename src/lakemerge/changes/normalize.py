@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lakemerge import columns as C
+from lakemerge.columns import col
 from lakemerge.config.feed import FeedConfig
 from lakemerge.config.table import FILE_SEQUENCE_COLUMN, TableConfig
 from lakemerge.errors import ConfigError, InputError
@@ -74,11 +75,11 @@ def normalize(
         if name not in raw.columns:
             continue
         _check_type(spark, type_name, name)
-        cast = F.col(f"`{name}`").try_cast(type_name)
+        cast = col(name).try_cast(type_name)
         errors.append(
             (
-                F.col(f"`{name}`").isNotNull() & cast.isNull(),
-                F.format_string(f"cannot convert column '{name}' value '%s' to {type_name}", F.col(f"`{name}`")),
+                col(name).isNotNull() & cast.isNull(),
+                F.format_string(f"cannot convert column '{name}' value '%s' to {type_name}", col(name)),
             )
         )
         casts[name] = cast
@@ -87,9 +88,9 @@ def normalize(
     keyed = ~op.isin("T", "N")
     # Key and sequence must be present (a truncate needs no key; an ignored record needs neither).
     for name in table.key:
-        errors.append((F.col(f"`{name}`").isNull() & keyed, F.lit(f"null key column '{name}'")))
+        errors.append((col(name).isNull() & keyed, F.lit(f"null key column '{name}'")))
     for name in table.sequence:
-        errors.append((F.col(f"`{name}`").isNull() & (op != "N"), F.lit(f"null sequence column '{name}'")))
+        errors.append((col(name).isNull() & (op != "N"), F.lit(f"null sequence column '{name}'")))
     errors.extend(op_errors)
 
     error: Column = F.lit(None).cast("string")
@@ -97,7 +98,7 @@ def normalize(
         error = F.when(condition, reason).otherwise(error)
 
     data_columns = [c for c in raw.columns if c != feed.op_column and _kept(table, feed, c)]
-    selected = [casts.get(c, F.col(f"`{c}`")).alias(c) for c in data_columns]
+    selected = [casts.get(c, col(c)).alias(c) for c in data_columns]
     if not table.sequence:
         order = feed.file_order
         per_file = [
@@ -108,7 +109,7 @@ def normalize(
         data_columns.append(FILE_SEQUENCE_COLUMN)
     # The raw record of a bad row, for messages and the quarantine: as read when the reader kept
     # it, else the fields joined by the delimiter (delimited formats) or the row as JSON.
-    originals = [F.col(f"`{c}`") for c in raw.columns]
+    originals = [col(c) for c in raw.columns]
     if feed.format == "csv":
         rebuilt = F.concat_ws(feed.delimiter, *[F.coalesce(c.cast("string"), F.lit("")) for c in originals])
     else:
@@ -137,7 +138,7 @@ def _operation(feed: FeedConfig, files: Sequence[FeedFile], offset: int) -> tupl
     in_delete_file = F.col(C.FILE).isin(delete_files) if delete_files else F.lit(False)
     op: Column = F.lit("U")
     if feed.op_column:
-        raw_code = F.col(f"`{feed.op_column}`").cast("string")
+        raw_code = col(feed.op_column).cast("string")
         code = F.lower(raw_code) if feed.op_codes_ignore_case else raw_code
 
         def fold(codes: Sequence[str]) -> list[str]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lakemerge import columns as C
+from lakemerge.columns import col, quoted
 from lakemerge.config.feed import FeedConfig
 from lakemerge.config.table import TableConfig
 from lakemerge.errors import InputError
@@ -80,12 +81,7 @@ def column_maxima(
         names = ", ".join(raw.columns)
         raise InputError(f"snapshot_column '{column}' is not in the feed ({names})", path=files[0].path)
     changes = normalize(spark, table, raw, files, feed=feed)
-    rows = (
-        changes.frame.filter(F.col(C.ERROR).isNull())
-        .groupBy(C.FILE)
-        .agg(F.max(F.col(f"`{column}`")).alias("m"))
-        .collect()
-    )
+    rows = changes.frame.filter(F.col(C.ERROR).isNull()).groupBy(C.FILE).agg(F.max(col(column)).alias("m")).collect()
     found = {int(r[C.FILE]): _plain(r["m"]) for r in rows}
     return {f.path: found.get(i) for i, f in enumerate(files)}
 
@@ -121,7 +117,7 @@ def scope_positions(
 
     if feed.snapshot_scope == "table":
         return {WHOLE: position}
-    partition = F.to_json(F.struct(*[F.col(f"`{c}`") for c in table.partition_by]))
+    partition = F.to_json(F.struct(*[col(c) for c in table.partition_by]))
     return {str(r[0]): position for r in rows.select(partition).distinct().collect()}
 
 
@@ -149,13 +145,13 @@ def absent_deletes(
     scope = list(table.partition_by) if feed.snapshot_scope == "partitions" else []
     sequence = table.sequence_columns
     snap = valid.filter(F.coalesce(F.col(C.SNAPSHOT), F.lit(False)))
-    seq_struct = F.struct(*[F.col(f"`{c}`") for c in sequence])
-    as_of = snap.groupBy(*[F.col(f"`{c}`") for c in scope]).agg(F.max(seq_struct).alias("_lm_as_of"))
+    seq_struct = F.struct(*[col(c) for c in sequence])
+    as_of = snap.groupBy(*[col(c) for c in scope]).agg(F.max(seq_struct).alias("_lm_as_of"))
     carried = list(dict.fromkeys([*keys, *table.partition_by]))
-    candidates = valid.filter(~F.coalesce(F.col(C.SNAPSHOT), F.lit(False))).select(*[F.col(f"`{c}`") for c in carried])
+    candidates = valid.filter(~F.coalesce(F.col(C.SNAPSHOT), F.lit(False))).select(*[col(c) for c in carried])
     if stored is not None:
         held = stored.filter(F.col(CURRENT)) if table.scd2 else stored
-        candidates = candidates.unionByName(held.select(*[F.col(f"`{c}`") for c in carried]))
+        candidates = candidates.unionByName(held.select(*[col(c) for c in carried]))
     candidates = candidates.dropDuplicates(keys)
     if scope:
         condition = None
@@ -163,15 +159,15 @@ def absent_deletes(
             part = candidates[c].eqNullSafe(as_of[c])
             condition = part if condition is None else condition & part
         scoped = candidates.join(as_of, on=condition, how="inner").select(
-            *[candidates[f"`{c}`"] for c in carried], as_of["_lm_as_of"]
+            *[candidates[quoted(c)] for c in carried], as_of["_lm_as_of"]
         )
     else:
         scoped = candidates.crossJoin(as_of)
-    lacking = scoped.join(snap.select(*[F.col(f"`{k}`") for k in keys]).distinct(), on=keys, how="left_anti")
+    lacking = scoped.join(snap.select(*[col(k) for k in keys]).distinct(), on=keys, how="left_anti")
     others = [c for c in data_columns if c not in carried and c not in sequence]
     types = {f.name: f.dataType for f in valid.schema.fields}
     return lacking.select(
-        *[F.col(f"`{c}`") for c in carried],
+        *[col(c) for c in carried],
         *[F.col("_lm_as_of")[c].alias(c) for c in sequence],
         *[F.lit(None).cast(types[c]).alias(c) for c in others],
         F.lit("D").alias(C.OP),

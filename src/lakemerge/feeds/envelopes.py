@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from lakemerge import columns as C
+from lakemerge.columns import col
 from lakemerge.config.feed import FeedConfig
 from lakemerge.errors import InputError
 from lakemerge.feeds.files import FeedFile
@@ -48,8 +49,8 @@ def read_debezium(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -
     )
 
     def part(name: str) -> Column | None:
-        sources = [F.col(f"payload.`{name}`")] if name in inner else []
-        sources += [F.col(f"`{name}`")] if name in top else []
+        sources = [col(name, "payload")] if name in inner else []
+        sources += [col(name)] if name in top else []
         if not sources:
             return None
         return sources[0] if len(sources) == 1 else F.coalesce(*sources)
@@ -74,7 +75,7 @@ def read_debezium(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -
         selected.append(F.when(deleted, old).otherwise(new).alias(name))
     everything_null = F.lit(True)
     for f in fields:
-        everything_null = everything_null & F.col(f"`{f.name}`").isNull()
+        everything_null = everything_null & col(f.name).isNull()
     # A tombstone is a null value: the JSON reader sees the line "null" as a non-object record.
     tombstone = F.coalesce(F.trim(F.col(_CORRUPT)) == "null", everything_null)
     meta = [F.when(tombstone, F.lit(TOMBSTONE)).otherwise(op).alias("__op")]

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lakemerge import columns as C
+from lakemerge.columns import col, quoted
 from lakemerge.config.feed import FeedConfig
 from lakemerge.errors import ConfigError, InputError
 from lakemerge.spark.jvm import jclass
@@ -124,7 +125,7 @@ def read_csv(
     if not names:
         return _empty(spark, paths)
     check_names(names, paths[0])
-    schema = ", ".join(f"`{n}` STRING" for n in names) + f", `{_CORRUPT}` STRING"
+    schema = ", ".join(f"{quoted(n)} STRING" for n in names) + f", {quoted(_CORRUPT)} STRING"
     reader = (
         _csv_reader(spark, feed)
         .schema(schema)
@@ -135,7 +136,7 @@ def read_csv(
     )
     frame = reader.csv(list(paths))
     frame = frame.select(
-        *[F.col(f"`{n}`") for n in names],
+        *[col(n) for n in names],
         F.col(_CORRUPT).alias(C.RAW),
         F.when(F.col(_CORRUPT).isNotNull(), F.lit("malformed record: wrong number of fields or bad quoting")).alias(
             C.MALFORMED
@@ -197,7 +198,7 @@ def read_json(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -> Re
     )
     names = [f.name for f in data_fields]
     frame = frame.select(
-        *[F.col(f"`{n}`") for n in names],
+        *[col(n) for n in names],
         F.col(_CORRUPT).alias(C.RAW),
         F.when(F.col(_CORRUPT).isNotNull(), F.lit("malformed JSON record")).alias(C.MALFORMED),
         "_metadata",
@@ -214,7 +215,7 @@ def read_columnar(spark: SparkSession, fmt: str, paths: Sequence[str]) -> Read:
     frame = (reader.schema(schema) if schema is not None else reader).load(list(paths))
     names = list(frame.columns)
     frame = frame.select(
-        *[F.col(f"`{n}`") for n in names],
+        *[col(n) for n in names],
         F.lit(None).cast("string").alias(C.RAW),
         F.lit(None).cast("string").alias(C.MALFORMED),
         "_metadata",

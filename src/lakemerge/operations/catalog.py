@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from lakemerge.columns import quoted
 from lakemerge.config.table import CURRENT, TableConfig
 from lakemerge.errors import ConfigError, TableError
 from lakemerge.results import Registered
@@ -31,7 +32,7 @@ ViewHook = Callable[["SparkSession", TableConfig, str], Sequence[tuple[str, str]
 def _current_rows(spark: SparkSession, table: TableConfig, name: str) -> Sequence[tuple[str, str]]:
     if not table.scd2:
         return ()
-    return ((f"{name}_current", f"SELECT * FROM {_quoted(name)} WHERE `{CURRENT}`"),)
+    return ((f"{name}_current", f"SELECT * FROM {_quoted(name)} WHERE {quoted(CURRENT)}"),)
 
 
 def _merged(spark: SparkSession, table: TableConfig, name: str) -> Sequence[tuple[str, str]]:
@@ -74,7 +75,7 @@ def register(spark: SparkSession, table: TableConfig) -> Registered:
         raise TableError(f"{table.path}: no Delta table to register as {name} yet (apply a batch first)")
     database = name.split(".", 1)[0]
     location = _qualified(spark, table.path)
-    spark.sql(f"CREATE DATABASE IF NOT EXISTS `{database}`")
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {quoted(database)}")
     created = False
     if not has_table:
         pass  # a log table before its first compaction: only its merged view can be registered
@@ -127,7 +128,8 @@ def _qualified(spark: SparkSession, path: str) -> str:
 
 
 def _quoted(name: str) -> str:
-    return ".".join(f"`{part}`" for part in name.split("."))
+    """A catalog name (``table`` or ``database.table``) as SQL names it."""
+    return ".".join(quoted(part) for part in name.split("."))
 
 
 def _literal(text: str) -> str:

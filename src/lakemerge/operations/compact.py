@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from lakemerge.columns import col, quoted
 from lakemerge.config.table import TableConfig
 from lakemerge.results import CompactionResult
 from lakemerge.spark import localfs
@@ -53,7 +54,7 @@ def compact(table: TableConfig, *, spark: SparkSession) -> CompactionResult:
         if store.table_exists(spark, table.path):
             optimized = _optimize(spark, table)
             if table.write_mode == "deletion_vectors":
-                spark.sql(f"REORG TABLE delta.`{_quoted(table.path)}` APPLY (PURGE)")
+                spark.sql(f"REORG TABLE {store.sql_path(table.path)} APPLY (PURGE)")
                 purged = True
     return CompactionResult(
         table=table.name,
@@ -77,7 +78,7 @@ def _fold(spark: SparkSession, table: TableConfig) -> dict[str, Any]:
     result: dict[str, Any] = {}
     if upto > done:
         pending = entries.filter((F.col(logview.LOG_BATCH) > done) & (F.col(logview.LOG_BATCH) <= upto))
-        order = Window.partitionBy(*[F.col(f"`{k}`") for k in table.key]).orderBy(F.col(logview.LOG_BATCH).desc())
+        order = Window.partitionBy(*[col(k) for k in table.key]).orderBy(F.col(logview.LOG_BATCH).desc())
         latest = pending.withColumn("_lm_rank", F.row_number().over(order)).filter(F.col("_lm_rank") == 1)
         latest = latest.drop("_lm_rank").persist()
         try:
@@ -95,7 +96,7 @@ def _fold(spark: SparkSession, table: TableConfig) -> dict[str, Any]:
         result["tombstones_moved"] = _move_tombstones(spark, table, entries, upto=done)
     stale = entries.filter(F.col(logview.LOG_BATCH) <= done).count()
     if stale:
-        spark.sql(f"DELETE FROM delta.`{_quoted(table.log_table)}` WHERE {logview.LOG_BATCH} <= {done}")
+        spark.sql(f"DELETE FROM {store.sql_path(table.log_table)} WHERE {logview.LOG_BATCH} <= {done}")
     result["log_rows_deleted"] = stale
     return result
 
@@ -125,7 +126,7 @@ def _move_tombstones(spark: SparkSession, table: TableConfig, entries: DataFrame
             deletes = deletes.join(F.broadcast(when), on=logview.LOG_BATCH, how="left")
             written = F.coalesce(F.col("_lm_at"), written)
         rows = deletes.select(
-            *[F.col(f"`{c}`") for c in (*table.key, *table.sequence_columns)],
+            *[col(c) for c in (*table.key, *table.sequence_columns)],
             F.col(logview.LOG_BATCH).alias(tombstones.BATCH),
             written.alias(tombstones.WRITTEN_AT),
         )
@@ -152,7 +153,7 @@ def _merge(spark: SparkSession, table: TableConfig, latest: DataFrame, *, exists
 
     columns = [c for c in latest.columns if c not in (logview.LOG_OP, logview.LOG_BATCH)]
     if not exists:
-        writer = latest.filter(F.col(logview.LOG_OP) == "U").select(*[F.col(f"`{c}`") for c in columns]).write
+        writer = latest.filter(F.col(logview.LOG_OP) == "U").select(*[col(c) for c in columns]).write
         writer = writer.format("delta").mode("append")
         if table.partition_by:
             writer = writer.partitionBy(*table.partition_by)
@@ -160,8 +161,8 @@ def _merge(spark: SparkSession, table: TableConfig, latest: DataFrame, *, exists
         return
     from delta.tables import DeltaTable
 
-    values = {f"`{c}`": F.col(f"s.`{c}`") for c in columns}
-    on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in table.key)
+    values = {quoted(c): col(c, "s") for c in columns}
+    on = " AND ".join(f"t.{quoted(k)} = s.{quoted(k)}" for k in table.key)
     (
         DeltaTable.forPath(spark, table.path)
         .alias("t")
@@ -176,9 +177,9 @@ def _merge(spark: SparkSession, table: TableConfig, latest: DataFrame, *, exists
 
 def _optimize(spark: SparkSession, table: TableConfig) -> dict[str, int]:
     """OPTIMIZE the table (ZORDER BY, or liquid clustering by, the key when configured)."""
-    path = f"delta.`{_quoted(table.path)}`"
+    path = store.sql_path(table.path)
     keys = [k for k in table.key if k not in table.partition_by]
-    listed = ", ".join(f"`{k}`" for k in keys)
+    listed = ", ".join(quoted(k) for k in keys)
     statement = f"OPTIMIZE {path}"
     if table.clustering == "zorder" and keys:
         statement += f" ZORDER BY ({listed})"
@@ -191,7 +192,3 @@ def _optimize(spark: SparkSession, table: TableConfig) -> dict[str, int]:
         "bytes_added": int(row["filesAdded"]["totalSize"] or 0),
         "bytes_removed": int(row["filesRemoved"]["totalSize"] or 0),
     }
-
-
-def _quoted(path: str) -> str:
-    return path.replace("`", "``")

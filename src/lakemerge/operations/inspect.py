@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from lakemerge.columns import col
 from lakemerge.errors import TableError
 from lakemerge.results import AppliedFile, ChangedRecord, CommitInfo, TableSummary
 from lakemerge.table.ledger import history_rows, parse_record
@@ -82,12 +83,12 @@ def changed_records(
         before = spark.read.format("delta").option("versionAsOf", version - 1).load(path)
     cols = [c for c in after.columns if c in before.columns]
     b = before.select(
-        *[F.col(f"`{c}`").alias(f"b_{i}") for i, c in enumerate(before.columns)],
-        F.hash(*[F.col(f"`{c}`") for c in cols]).alias("b_hash"),
+        *[col(c).alias(f"b_{i}") for i, c in enumerate(before.columns)],
+        F.hash(*[col(c) for c in cols]).alias("b_hash"),
     )
     a = after.select(
-        *[F.col(f"`{c}`").alias(f"a_{i}") for i, c in enumerate(after.columns)],
-        F.hash(*[F.col(f"`{c}`") for c in cols]).alias("a_hash"),
+        *[col(c).alias(f"a_{i}") for i, c in enumerate(after.columns)],
+        F.hash(*[col(c) for c in cols]).alias("a_hash"),
     )
     bk = [f"b_{before.columns.index(k)}" for k in key]
     ak = [f"a_{after.columns.index(k)}" for k in key]

@@ -61,9 +61,8 @@ def rollback(
         {f["path"] for r in undone for f in (ledger.parse_record(r["userMetadata"]) or {}).get("files", [])}
     )
     record = {"rollback": {"from_version": latest, "to_version": to_version, "reapply": reapply}}
-    quoted = path.replace("`", "``")
     with localfs.writing(spark, (path,)), ledger.commit_record(spark, record, txn_version=None):
-        spark.sql(f"RESTORE TABLE delta.`{quoted}` TO VERSION AS OF {to_version}").collect()
+        spark.sql(f"RESTORE TABLE {store.sql_path(path)} TO VERSION AS OF {to_version}").collect()
     version = int(ledger.history_rows(spark, path, limit=1)[0]["version"])
     if version == latest:
         raise TableError(f"{path}: the restore made no commit")

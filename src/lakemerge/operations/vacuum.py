@@ -89,13 +89,12 @@ def _listing_parallelism(spark: SparkSession) -> Iterator[None]:
 def _vacuum_files(spark: SparkSession, path: str, retain_hours: float | None) -> int:
     """VACUUM ``path``; the number of files it deleted (counted by a dry run first: file names
     only, never table data)."""
-    quoted = path.replace("`", "``")
     retain = f" RETAIN {retain_hours} HOURS" if retain_hours is not None else ""
     try:
         with _listing_parallelism(spark):
-            count = spark.sql(f"VACUUM delta.`{quoted}`{retain} DRY RUN").count()
+            count = spark.sql(f"VACUUM {store.sql_path(path)}{retain} DRY RUN").count()
             if count:
-                spark.sql(f"VACUUM delta.`{quoted}`{retain}").collect()
+                spark.sql(f"VACUUM {store.sql_path(path)}{retain}").collect()
     except Exception as exc:
         text = str(exc)
         if "retentionDurationCheck" in text or ("retention" in text.lower() and "safety" in text.lower()):

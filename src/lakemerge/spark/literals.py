@@ -19,8 +19,3 @@ def opaque(value: int | float, row: str, kind: str) -> str:
     17 calls into the JVM.)"""
     number = f"CAST({int(value)} AS BIGINT)" if kind == "bigint" else f"CAST('{float(value)!r}' AS DOUBLE)"
     return f"array({number}, {number})[pmod(hash({row}), 2)]"
-
-
-def quoted(name: str) -> str:
-    """``name`` as a SQL identifier."""
-    return "`" + name.replace("`", "``") + "`"

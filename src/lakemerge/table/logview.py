@@ -20,6 +20,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 from lakemerge import columns as C
+from lakemerge.columns import col, quoted
 from lakemerge.config import TableConfig
 from lakemerge.errors import TableError
 from lakemerge.table import stats, store
@@ -44,7 +45,7 @@ def tombstones(spark: SparkSession, table: TableConfig) -> DataFrame | None:
     if not log_exists(spark, table):
         return None
     frame = store.read_pinned(spark, table.log_table).filter(F.col(LOG_OP) == "D")
-    return frame.select(*[F.col(f"`{c}`") for c in (*table.key, *table.sequence_columns)])
+    return frame.select(*[col(c) for c in (*table.key, *table.sequence_columns)])
 
 
 def log_exists(spark: SparkSession, table: TableConfig) -> bool:
@@ -82,15 +83,16 @@ def _view_sql(
 
     def side(types: dict[str, str], op: str, batch: str, path: str) -> str:
         cols = [
-            f"`{c}`" if c in types else f"CAST(NULL AS {table_types.get(c) or log_types[c]}) AS `{c}`" for c in columns
+            quoted(c) if c in types else f"CAST(NULL AS {table_types.get(c) or log_types[c]}) AS {quoted(c)}"
+            for c in columns
         ]
         return f"SELECT {', '.join(cols)}, {op} AS {LOG_OP}, {batch} AS {LOG_BATCH} FROM {_relation(path, relations)}"
 
     parts = [side(log_types, LOG_OP, f"CAST({LOG_BATCH} AS BIGINT)", table.log_table)]
     if table_schema is not None:
         parts.insert(0, side(table_types, "'U'", "CAST(0 AS BIGINT)", table.path))
-    keys = ", ".join(f"`{k}`" for k in table.key)
-    listed = ", ".join(f"`{c}`" for c in columns)
+    keys = ", ".join(quoted(k) for k in table.key)
+    listed = ", ".join(quoted(c) for c in columns)
     chosen = f"{listed}, {LOG_OP}" if deletes else listed
     kept = "" if deletes else f" AND {LOG_OP} = 'U'"
     return (
@@ -230,8 +232,4 @@ def register_view(spark: SparkSession, table: TableConfig, name: str | None = No
 
 
 def _relation(path: str, relations: dict[str, str] | None) -> str:
-    return (relations or {}).get(path) or f"delta.`{_quoted(path)}`"
-
-
-def _quoted(path: str) -> str:
-    return path.replace("`", "``")
+    return (relations or {}).get(path) or store.sql_path(path)

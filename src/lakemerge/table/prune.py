@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lakemerge.columns import quoted
 from lakemerge.spark import literals
 from lakemerge.spark.scoped import scoped_conf
 
@@ -58,7 +59,7 @@ class KeyRanges:
         """The column (qualified by ``alias``) lies in one of the ranges."""
         from pyspark.sql import functions as F
 
-        name = f"{alias}.`{self.column}`" if alias else f"`{self.column}`"
+        name = f"{alias}.{quoted(self.column)}" if alias else quoted(self.column)
         column = F.col(name)
         condition: Column | None = None
         for low, high in self.ranges:
@@ -183,7 +184,7 @@ def range_query(
     if len(key) != 1 or limit < 1:
         return None
     name = key[0]
-    column = literals.quoted(name)
+    column = quoted(name)
     valid = f"{column} IS NOT NULL AND ({where})" if where else f"{column} IS NOT NULL"
     position = _sql_position(changes.schema[name].dataType, column)
     spark = changes.sparkSession

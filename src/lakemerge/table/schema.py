@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from lakemerge.columns import col
 from lakemerge.errors import SchemaError
 from lakemerge.table.store import table_properties
 
@@ -43,7 +44,6 @@ def conform(
     Raises:
         SchemaError: naming the column, both types and the feed.
     """
-    from pyspark.sql import functions as F
 
     stored_types = {f.name.lower(): f.dataType for f in stored.fields}
     incoming = {f.name: f.dataType for f in frame.schema.fields}
@@ -55,7 +55,7 @@ def conform(
             continue
         have_s, want_s = have.simpleString(), want.simpleString()
         if have_s == "void" or _widens(have_s, want_s, date_to_timestamp):
-            out = out.withColumn(name, F.col(f"`{name}`").cast(want))
+            out = out.withColumn(name, col(name).cast(want))
             continue
         if _widens(want_s, have_s, False):
             if table_widens:

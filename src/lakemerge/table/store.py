@@ -122,5 +122,9 @@ def record_only(spark: SparkSession, path: str, txn_version: int) -> None:
     """A metadata-only commit recording a batch that writes no row (Delta would make no commit for
     an empty MERGE). It sets ``lakemerge.batch`` to the batch number, so that two such commits
     racing conflict in Delta. Call inside :func:`commit_record`."""
-    quoted = path.replace("`", "``")
-    spark.sql(f"ALTER TABLE delta.`{quoted}` SET TBLPROPERTIES ('lakemerge.batch' = '{txn_version}')")
+    spark.sql(f"ALTER TABLE {sql_path(path)} SET TBLPROPERTIES ('lakemerge.batch' = '{txn_version}')")
+
+
+def sql_path(path: str) -> str:
+    """The Delta table at ``path`` as SQL names it: ``delta.`path```, a backtick in the path doubled."""
+    return "delta.`" + path.replace("`", "``") + "`"

@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from lakemerge import columns as C
+from lakemerge.columns import col
 from lakemerge.config.table import TableConfig
 from lakemerge.table import store
 
@@ -75,9 +76,7 @@ class Tombstones:
 
         if self.rows is None:
             return None
-        return self.rows.groupBy(*[F.col(f"`{k}`") for k in key]).agg(
-            F.max(F.struct(*[F.col(f"`{c}`") for c in sequence])).alias(SEQ)
-        )
+        return self.rows.groupBy(*[col(k) for k in key]).agg(F.max(F.struct(*[col(c) for c in sequence])).alias(SEQ))
 
 
 def exists(spark: SparkSession, table: TableConfig) -> bool:
@@ -110,14 +109,14 @@ def read(spark: SparkSession, table: TableConfig, committed: Collection[str]) ->
     sequence = table.sequence_columns
     truncate = None
     if truncates:
-        newest = F.max(F.struct(*[F.col(f"`{c}`") for c in sequence]))
+        newest = F.max(F.struct(*[col(c) for c in sequence]))
         truncate = frame.filter(F.col(TRUNCATE)).agg(newest).collect()[0][0]
     before = None
     if truncate is not None:
         types = {f.name: f.dataType for f in frame.schema.fields}
         values = truncate.asDict()
         before = F.struct(*[F.lit(values[c]).cast(types[c]).alias(c) for c in sequence])
-    keys = frame.filter(~F.col(TRUNCATE)).select(*[F.col(f"`{c}`") for c in (*table.key, *sequence)])
+    keys = frame.filter(~F.col(TRUNCATE)).select(*[col(c) for c in (*table.key, *sequence)])
     return Tombstones(rows=keys, truncated_before=before)
 
 
@@ -158,7 +157,7 @@ def append(
     columns = (*table.key, *table.sequence_columns)
     parts: list[DataFrame] = []
     if deletes is not None:
-        parts.append(deletes.select(*[F.col(f"`{c}`") for c in columns]).withColumn(TRUNCATE, F.lit(False)))
+        parts.append(deletes.select(*[col(c) for c in columns]).withColumn(TRUNCATE, F.lit(False)))
     if truncate is not None:
         one = spark.range(1).select(
             *[F.lit(None).cast(types[k]).alias(k) for k in table.key],
@@ -173,7 +172,7 @@ def append(
         rows = rows.unionByName(part)
     now = int(time.time() * 1000)
     rows = rows.select(
-        *[F.col(f"`{c}`").cast(types[c]).alias(c) for c in columns],
+        *[col(c).cast(types[c]).alias(c) for c in columns],
         F.lit(batch).cast("long").alias(BATCH),
         F.lit(batch_id).alias(BATCH_ID),
         F.lit(now).cast("long").alias(WRITTEN_AT),
@@ -195,8 +194,9 @@ def _mark_truncates(spark: SparkSession, table: TableConfig, empty: DataFrame) -
         return
     if not exists(spark, table):
         empty.write.format("delta").mode("append").save(table.tombstone_table)
-    quoted = table.tombstone_table.replace("`", "``")
-    spark.sql(f"ALTER TABLE delta.`{quoted}` SET TBLPROPERTIES ('{TRUNCATES_PROPERTY}' = 'true')")
+    spark.sql(
+        f"ALTER TABLE {store.sql_path(table.tombstone_table)} SET TBLPROPERTIES ('{TRUNCATES_PROPERTY}' = 'true')"
+    )
 
 
 def append_confirmed(table: TableConfig, rows: DataFrame, *, count: int) -> None:
@@ -209,7 +209,7 @@ def append_confirmed(table: TableConfig, rows: DataFrame, *, count: int) -> None
     from lakemerge.table.store import files_for
 
     rows.select(
-        *[F.col(f"`{c}`") for c in (*table.key, *table.sequence_columns)],
+        *[col(c) for c in (*table.key, *table.sequence_columns)],
         F.col(BATCH).cast("long").alias(BATCH),
         F.lit(None).cast("string").alias(BATCH_ID),
         F.col(WRITTEN_AT).cast("long").alias(WRITTEN_AT),
@@ -223,7 +223,7 @@ def deletes_of(classified: DataFrame, table: TableConfig, outcomes: Collection[s
     from pyspark.sql import functions as F
 
     chosen = classified.filter((F.col(C.OP) == "D") & F.col(C.OUTCOME).isin(list(outcomes)))
-    return chosen.select(*[F.col(f"`{c}`") for c in (*table.key, *table.sequence_columns)])
+    return chosen.select(*[col(c) for c in (*table.key, *table.sequence_columns)])
 
 
 @dataclass(frozen=True)
@@ -259,8 +259,8 @@ def collect_garbage(
     kept = frame.filter(alive & (F.col(WRITTEN_AT) >= horizon))
     kept = kept.withColumn(CONFIRMED, F.col(CONFIRMED) | known).drop("_lm_known")
     if not table.scd2:
-        sequence = F.struct(*[F.col(f"`{c}`") for c in table.sequence_columns])
-        group = [F.col(TRUNCATE), *[F.col(f"`{k}`") for k in table.key]]
+        sequence = F.struct(*[col(c) for c in table.sequence_columns])
+        group = [F.col(TRUNCATE), *[col(k) for k in table.key]]
         newest = Window.partitionBy(*group).orderBy(sequence.desc(), F.col(WRITTEN_AT).desc())
         decided = kept.filter(F.col(CONFIRMED))
         kept = (

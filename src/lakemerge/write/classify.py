@@ -22,6 +22,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from lakemerge import columns as C
+from lakemerge.columns import col, quoted
 from lakemerge.table.tombstones import SEQ
 
 if TYPE_CHECKING:
@@ -45,8 +46,8 @@ WRITES = (Outcome.INSERT, Outcome.UPDATE, Outcome.DELETE)
 def newer_or_equal(source: str, target: str, sequence: Sequence[str]) -> str:
     """SQL condition: the ``source`` alias's sequence is at least the ``target`` alias's,
     comparing the sequence columns left to right."""
-    left = ", ".join(f"{source}.`{c}`" for c in sequence)
-    right = ", ".join(f"{target}.`{c}`" for c in sequence)
+    left = ", ".join(f"{source}.{quoted(c)}" for c in sequence)
+    right = ", ".join(f"{target}.{quoted(c)}" for c in sequence)
     return f"struct({left}) >= struct({right})"
 
 
@@ -98,9 +99,9 @@ def classify(
     from pyspark.sql import functions as F
 
     op = F.col(C.OP)
-    incoming = F.struct(*[F.col(f"`{c}`") for c in sequence])
+    incoming = F.struct(*[col(c) for c in sequence])
     forgotten = F.lit(False)
-    keys = (changes if keys is None else keys).select(*[F.col(f"`{k}`") for k in key]) if broadcast else None
+    keys = (changes if keys is None else keys).select(*[col(k) for k in key]) if broadcast else None
     if tombstones is not None:
         if keys is not None:
             tombstones = _of_keys(tombstones, keys, key)
@@ -116,11 +117,11 @@ def classify(
         )
         return changes.withColumn(C.OUTCOME, outcome).drop("_lm_t_tomb")
     stored = table.select(
-        *[F.col(f"`{k}`") for k in key],
-        F.struct(*[F.col(f"`{c}`") for c in sequence]).alias("_lm_t_seq"),
+        *[col(k) for k in key],
+        F.struct(*[col(c) for c in sequence]).alias("_lm_t_seq"),
         (F.col(C.OP) == "U" if table_deletes else F.lit(True)).alias("_lm_t_found"),
         F.col("_metadata.file_path").alias(C.STORED_FILE),
-        F.to_json(F.struct(*[F.col(f"`{c}`") for c in partition_by])).alias(C.STORED_PARTITION)
+        F.to_json(F.struct(*[col(c) for c in partition_by])).alias(C.STORED_PARTITION)
         if partition_by
         else F.lit(None).cast("string").alias(C.STORED_PARTITION),
         *([values_hash(compare).alias("_lm_t_hash")] if compare else []),
@@ -152,7 +153,7 @@ def values_hash(columns: Sequence[str]) -> Column:
     """A hash of the values of ``columns`` (nulls included), equal for equal rows of equal types."""
     from pyspark.sql import functions as F
 
-    return F.sha2(F.to_json(F.array(F.struct(*[F.col(f"`{c}`") for c in columns]))), 256)
+    return F.sha2(F.to_json(F.array(F.struct(*[col(c) for c in columns]))), 256)
 
 
 def _of_keys(frame: DataFrame, keys: DataFrame, key: Sequence[str]) -> DataFrame:
@@ -171,6 +172,6 @@ def _join_on_key(left: DataFrame, right: DataFrame, key: Sequence[str], prefix: 
         renamed = renamed.withColumnRenamed(k, f"{prefix}_{i}")
     condition = None
     for i, k in enumerate(key):
-        part = F.col(f"`{k}`") == F.col(f"{prefix}_{i}")
+        part = col(k) == F.col(f"{prefix}_{i}")
         condition = part if condition is None else condition & part
     return left.join(renamed, on=condition, how="left").drop(*[f"{prefix}_{i}" for i in range(len(key))])

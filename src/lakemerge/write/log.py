@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from lakemerge import columns as C
+from lakemerge.columns import col, quoted
 from lakemerge.config import TableConfig
 from lakemerge.spark import literals
 from lakemerge.table import store
@@ -71,28 +72,26 @@ def log_rows(
 
     extra = [F.col(C.AFTER_DELETE)] if partial else []
     kept = [o.value for o in (*WRITES, *((Outcome.ABSENT,) if table.tombstones else ()))]
-    rows = classified.filter(F.col(C.OUTCOME).isin(kept)).select(
-        *[F.col(f"`{c}`") for c in data_columns], F.col(C.OP), *extra
-    )
+    rows = classified.filter(F.col(C.OUTCOME).isin(kept)).select(*[col(c) for c in data_columns], F.col(C.OP), *extra)
     missing = [c for c in stored_columns if c not in data_columns]
     stored = None
     if partial or missing:
-        keys = rows.select(*[F.col(f"`{k}`") for k in table.key]) if keyed else None
+        keys = rows.select(*[col(k) for k in table.key]) if keyed else None
         stored = read_merged(spark, table, keys=keys)
     if stored is not None:
         s, t = rows.alias("s"), stored.alias("t")
-        on = [F.col(f"s.`{k}`") == F.col(f"t.`{k}`") for k in table.key]
+        on = [col(k, "s") == col(k, "t") for k in table.key]
         folded = []
         for c in data_columns:
             if c in partial and c in stored.columns:
-                value = F.when(F.col(f"s.{C.AFTER_DELETE}"), F.col(f"s.`{c}`")).otherwise(
-                    F.coalesce(F.col(f"s.`{c}`"), F.col(f"t.`{c}`"))
+                value = F.when(F.col(f"s.{C.AFTER_DELETE}"), col(c, "s")).otherwise(
+                    F.coalesce(col(c, "s"), col(c, "t"))
                 )
                 folded.append(value.alias(c))
             else:
-                folded.append(F.col(f"s.`{c}`").alias(c))
+                folded.append(col(c, "s").alias(c))
         rows = s.join(t, on, "left").select(
-            *folded, *[F.col(f"t.`{c}`").alias(c) for c in missing], F.col(f"s.{C.OP}").alias(C.OP)
+            *folded, *[col(c, "t").alias(c) for c in missing], F.col(f"s.{C.OP}").alias(C.OP)
         )
     else:
         rows = rows.drop(*[C.AFTER_DELETE] if partial else [])
@@ -120,4 +119,4 @@ def batch_number(number: int, key: str) -> Column:
     written as a literal would make every batch's stage new code to compile."""
     from pyspark.sql import functions as F
 
-    return F.expr(literals.opaque(number, literals.quoted(key), "bigint"))
+    return F.expr(literals.opaque(number, quoted(key), "bigint"))

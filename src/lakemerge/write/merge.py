@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from lakemerge import columns as C
+from lakemerge.columns import col, quoted
 from lakemerge.config.table import TableConfig
 from lakemerge.table import store
 from lakemerge.table.prune import KeyRanges
@@ -54,9 +55,7 @@ def write_changes(
     """
     from pyspark.sql import functions as F
 
-    inserts = classified.filter(F.col(C.OUTCOME) == Outcome.INSERT.value).select(
-        *[F.col(f"`{c}`") for c in data_columns]
-    )
+    inserts = classified.filter(F.col(C.OUTCOME) == Outcome.INSERT.value).select(*[col(c) for c in data_columns])
     if not exists:
         store.create_table(inserts, table)
         return
@@ -72,7 +71,7 @@ def write_changes(
 
     extra = [F.col(C.AFTER_DELETE)] if partial else []
     source = classified.filter(F.col(C.OUTCOME).isin([o.value for o in WRITES])).select(
-        *[F.col(f"`{c}`") for c in data_columns], F.col(C.OP), *extra
+        *[col(c) for c in data_columns], F.col(C.OP), *extra
     )
     if regroup:
         # The changes are hashed on the key into as few partitions as a small batch needs
@@ -80,22 +79,20 @@ def write_changes(
         # join and rewrite every touched file from that many tasks. Partitions dealt round-robin
         # carry no key, so the join is planned with the session's shuffle partitions instead.
         source = source.repartition(max(1, spark.sparkContext.defaultParallelism))
-    on: str | Column = " AND ".join(f"t.`{k}` = s.`{k}`" for k in table.key)
+    on: str | Column = " AND ".join(f"t.{quoted(k)} = s.{quoted(k)}" for k in table.key)
     if ranges is not None and truncate_before is None:
         # Target-only conjuncts of the condition are what Delta skips files with.
         on = F.expr(str(on)) & ranges.predicate("t")
     fresh = newer_or_equal("s", "t", table.sequence_columns)
-    values: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in data_columns}
+    values: dict[str, str | Column] = {quoted(c): f"s.{quoted(c)}" for c in data_columns}
     updates: dict[str, str | Column] = dict(values)
-    stored = F.struct(*[F.col(f"t.`{c}`") for c in table.sequence_columns])
+    stored = F.struct(*[col(c, "t") for c in table.sequence_columns])
     # A null means "unchanged", unless the batch deleted (or truncated) the stored row before.
     fresh_start = F.col(f"s.{C.AFTER_DELETE}")
     if truncate_before is not None:
         fresh_start = fresh_start | (stored < truncate_before)
     for c in partial:
-        updates[f"`{c}`"] = F.when(fresh_start, F.col(f"s.`{c}`")).otherwise(
-            F.coalesce(F.col(f"s.`{c}`"), F.col(f"t.`{c}`"))
-        )
+        updates[quoted(c)] = F.when(fresh_start, col(c, "s")).otherwise(F.coalesce(col(c, "s"), col(c, "t")))
     merge = (
         DeltaTable.forPath(spark, table.path)
         .alias("t")

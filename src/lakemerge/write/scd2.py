@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lakemerge import columns as C
+from lakemerge.columns import col, quoted
 from lakemerge.config.table import CURRENT, END_AT, FILE_SEQUENCE_COLUMN, START_AT, TableConfig
 from lakemerge.table import store
 from lakemerge.write.classify import Outcome, values_hash
@@ -68,7 +69,7 @@ def build(
 
     key = list(table.key)
     (seq,) = table.sequence_columns
-    keys = [F.col(f"`{k}`") for k in key]
+    keys = [col(k) for k in key]
     stored_columns = [c for c in (stored.columns if stored is not None else []) if c not in (START_AT, END_AT, CURRENT)]
     columns = tuple(dict.fromkeys([*stored_columns, *data_columns]))
     values = [c for c in columns if c not in key and c != seq]
@@ -80,7 +81,7 @@ def build(
         types.update({f.name: f.dataType for f in stored.schema.fields if f.name not in types})
 
     # 1. Incoming events: one per key and sequence.
-    ordered = Window.partitionBy(*keys, F.col(f"`{seq}`")).orderBy(
+    ordered = Window.partitionBy(*keys, col(seq)).orderBy(
         F.col(C.FILE).desc(), F.col(C.BLOCK).desc(), F.col(C.ROW_ID).desc()
     )
     incoming = (
@@ -88,8 +89,8 @@ def build(
         .filter("_lm_rank = 1")
         .drop("_lm_rank")
         .select(
-            *[F.col(f"`{c}`") if c in data_columns else F.lit(None).cast(types[c]).alias(c) for c in columns],
-            F.col(f"`{seq}`").alias(_SEQ),
+            *[col(c) if c in data_columns else F.lit(None).cast(types[c]).alias(c) for c in columns],
+            col(seq).alias(_SEQ),
             F.col(C.OP),
             F.lit(2).alias(_ORIGIN),
             F.col(C.SNAPSHOT),
@@ -104,9 +105,9 @@ def build(
     current_hash: DataFrame | None = None
     if stored is not None:
         versions = stored.join(touched, on=key, how="left_semi")
-        base = [F.col(f"`{c}`") for c in columns]
+        base = [col(c) for c in columns]
         starts = versions.select(*base, F.col(START_AT).alias(_SEQ))
-        folded = versions.filter(F.col(f"`{seq}`") > F.col(START_AT)).select(*base, F.col(f"`{seq}`").alias(_SEQ))
+        folded = versions.filter(col(seq) > F.col(START_AT)).select(*base, col(seq).alias(_SEQ))
         opened = versions.select(*keys, F.col(START_AT).alias("_lm_next"))
         ends = (
             versions.filter(F.col(END_AT).isNotNull())
@@ -119,7 +120,7 @@ def build(
         upserts = starts.unionByName(folded).select(*base, F.col(_SEQ), F.lit("U").alias(C.OP), F.lit(1).alias(_ORIGIN))
         parts.append(upserts)
         parts.append(ends.select(*keys, F.col(_SEQ), F.lit("D").alias(C.OP), F.lit(0).alias(_ORIGIN)))
-        points = versions.select(*keys, F.greatest(F.col(START_AT), F.col(f"`{seq}`"), F.col(END_AT)).alias("_lm_p"))
+        points = versions.select(*keys, F.greatest(F.col(START_AT), col(seq), F.col(END_AT)).alias("_lm_p"))
         latest_point = points
         compared = [c for c in columns if c not in key and c != FILE_SEQUENCE_COLUMN]
         current_hash = versions.filter(F.col(CURRENT)).select(
@@ -127,7 +128,7 @@ def build(
         )
     if tombstones is not None:
         graves = tombstones.join(touched, on=key, how="left_semi").select(
-            *keys, F.col(f"`{seq}`").alias(_SEQ), F.lit("D").alias(C.OP), F.lit(0).alias(_ORIGIN)
+            *keys, col(seq).alias(_SEQ), F.lit("D").alias(C.OP), F.lit(0).alias(_ORIGIN)
         )
         parts.append(graves)
         points = graves.select(*keys, F.col(_SEQ).alias("_lm_p"))
@@ -173,7 +174,7 @@ def build(
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
     for c in fills:
-        known = F.when(~is_delete & ((F.col(_ORIGIN) < 2) | F.col(f"`{c}`").isNotNull()), F.struct(F.col(f"`{c}`")))
+        known = F.when(~is_delete & ((F.col(_ORIGIN) < 2) | col(c).isNotNull()), F.struct(col(c)))
         events = events.withColumn(c, F.last(known, ignorenulls=True).over(in_epoch)[c])
     events = events.withColumn("_lm_tracked", F.when(~is_delete, values_hash(tracked)))
     previous_op = F.lag(F.col(C.OP)).over(timeline)
@@ -223,13 +224,13 @@ def build(
         .join(heads, on=[*key, "_lm_run"], how="inner")
         .filter(F.col("_lm_head_op") == "U")
         .select(
-            *[F.col(f"`{c}`") for c in columns if c != seq],
+            *[col(c) for c in columns if c != seq],
             F.col(_SEQ).alias(seq),
             F.col("_lm_start").alias(START_AT),
             F.col("_lm_end_at").alias(END_AT),
         )
         .withColumn(CURRENT, F.col(END_AT).isNull())
-        .select(*[F.col(f"`{c}`") for c in (*columns, START_AT, END_AT, CURRENT)])
+        .select(*[col(c) for c in (*columns, START_AT, END_AT, CURRENT)])
     )
 
     # 4. Difference with the stored versions of the touched keys.
@@ -239,7 +240,7 @@ def build(
     else:
         held = set(stored.columns)
         full = stored.join(touched, on=key, how="left_semi").select(
-            *[F.col(f"`{c}`") if c in held else F.lit(None).cast(types[c]).alias(c) for c in everything]
+            *[col(c) if c in held else F.lit(None).cast(types[c]).alias(c) for c in everything]
         )
         old = full.select(*keys, F.col(START_AT), values_hash(everything).alias("_lm_old"))
         new = fresh.withColumn("_lm_new", values_hash(everything))
@@ -260,7 +261,7 @@ def write(
     ``__start_at``, or (nothing to write) a metadata-only commit recording the batch."""
     from pyspark.sql import functions as F
 
-    columns = [F.col(f"`{c}`") for c in history.columns]
+    columns = [col(c) for c in history.columns]
     if not exists:
         store.create_table(history.source.select(*columns), table)
         return
@@ -270,8 +271,10 @@ def write(
 
     from delta.tables import DeltaTable
 
-    on = " AND ".join([*(f"t.`{k}` = s.`{k}`" for k in table.key), f"t.`{START_AT}` = s.`{START_AT}`"])
-    values: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in history.columns}
+    on = " AND ".join(
+        [*(f"t.{quoted(k)} = s.{quoted(k)}" for k in table.key), f"t.{quoted(START_AT)} = s.{quoted(START_AT)}"]
+    )
+    values: dict[str, str | Column] = {quoted(c): f"s.{quoted(c)}" for c in history.columns}
     (
         DeltaTable.forPath(spark, table.path)
         .alias("t")
