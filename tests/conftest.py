@@ -21,10 +21,13 @@ settings.load_profile("suite")
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
+    from lakemerge.streams.sources import KAFKA_PACKAGE
+
     session = lakemerge.get_spark(
         lakemerge.SparkSettings(
             master="local[2]",
             app_name="lakemerge-tests",
+            packages=(KAFKA_PACKAGE,),  # (the streaming tests read Kafka)
             conf={
                 "spark.sql.shuffle.partitions": "2",
                 "spark.default.parallelism": "2",

@@ -6,6 +6,7 @@ from importlib import metadata as _metadata
 
 from lakemerge.api import (
     apply,
+    apply_changes,
     apply_table,
     changed_records,
     compact,
@@ -20,11 +21,15 @@ from lakemerge.api import (
     snapshot,
     snapshots,
     spark_session,
+    stream,
+    transaction,
     vacuum,
 )
 from lakemerge.config import FeedConfig, GroupConfig, PipelineConfig, SparkSettings, TableConfig
 from lakemerge.config.pipeline_file import load_pipeline
 from lakemerge.config.properties_file import load_properties
+from lakemerge.config.records import RecordsConfig
+from lakemerge.config.stream import StreamConfig
 from lakemerge.errors import (
     AccountingError,
     ConfigError,
@@ -49,6 +54,7 @@ from lakemerge.results import (
     ReportResult,
     RollbackResult,
     TableSummary,
+    TransactionResult,
     VacuumResult,
 )
 from lakemerge.spark import get_spark
@@ -78,17 +84,21 @@ __all__ = [
     "LakemergeError",
     "PipelineConfig",
     "QuarantinedRow",
+    "RecordsConfig",
     "Registered",
     "ReportResult",
     "RollbackResult",
     "SchemaError",
     "SparkSettings",
+    "StreamConfig",
     "TableConfig",
     "TableError",
     "TableSummary",
+    "TransactionResult",
     "VacuumResult",
     "__version__",
     "apply",
+    "apply_changes",
     "apply_table",
     "changed_records",
     "compact",
@@ -109,5 +119,7 @@ __all__ = [
     "snapshot",
     "snapshots",
     "spark_session",
+    "stream",
+    "transaction",
     "vacuum",
 ]

@@ -7,15 +7,17 @@ none is given, and returns typed results (:mod:`lakemerge.results`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lakemerge.config import PipelineConfig, SparkSettings, TableConfig
 from lakemerge.config.pipeline_file import load_pipeline
 from lakemerge.config.properties_file import load_properties
+from lakemerge.config.records import RecordsConfig
 from lakemerge.errors import ConfigError, TableError
 from lakemerge.results import (
     BatchResult,
@@ -36,8 +38,11 @@ from lakemerge.results import (
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from lakemerge.batch.transactions import Transaction
+
 __all__ = [
     "apply",
+    "apply_changes",
     "apply_table",
     "changed_records",
     "compact",
@@ -56,6 +61,9 @@ __all__ = [
     "snapshots",
     "spark_conf",
     "spark_session",
+    "stream",
+    "stream_settings",
+    "transaction",
     "vacuum",
 ]
 
@@ -124,6 +132,72 @@ def apply_table(
     return apply_one(table, spark=spark or spark_session(), inputs=inputs, dry_run=dry_run)
 
 
+def apply_changes(
+    table: TableConfig,
+    changes: DataFrame,
+    *,
+    source: str,
+    batch_id: int,
+    records: RecordsConfig | None = None,
+    dry_run: bool = False,
+    spark: SparkSession | None = None,
+) -> BatchResult:
+    """Apply a DataFrame of change records to ``table`` as one batch, in one commit, with every rule
+    a batch of files gets (docs/semantics.md): op codes, ordering, collapse, late records,
+    tombstones, partial updates, truncates, SCD2, schema drift, the quarantine, the row accounting.
+
+    ``source`` names who sends the batches (a job, a stream) and ``batch_id`` numbers them: the
+    commit records both, and a batch whose id is not above the last one the table committed from
+    that source commits nothing and says so (``version`` ``None``, ``applied_before``, zero
+    metrics): a rerun of a batch that committed is applied exactly once.
+
+    The records are read by ``records`` (default: the table's ``records`` section, else its first
+    feed's rules): ``rows`` (the DataFrame's columns are the records'), ``json`` or ``debezium``
+    (a string column ``value``, as Kafka's source gives). Without a sequence column, the batch's
+    own order decides between changes of one key (a Kafka partition's offsets, else the
+    DataFrame's order), and later batches are newer.
+
+    Raises:
+        ConfigError: an empty source, a negative batch id, or rules that do not fit the records.
+        InputError: bad records over the table's quarantine threshold (each named by its place:
+            topic, partition and offset, or the DataFrame's partition and row).
+    """
+    from lakemerge.batch.attempts import apply_table as apply_one
+    from lakemerge.batch.frames import FrameBatch
+
+    if not isinstance(source, str) or not source.strip() or source == "lakemerge" or source.startswith("lakemerge."):
+        raise ConfigError(f"source must name who sends the batches (not empty, not 'lakemerge...'): {source!r}")
+    if isinstance(batch_id, bool) or not isinstance(batch_id, int) or batch_id < 0:
+        raise ConfigError(f"batch_id must be a number of 0 or more, increasing from batch to batch: {batch_id!r}")
+    frame = FrameBatch(changes, source, batch_id, records or table.frame_rules)
+    return apply_one(table, spark=spark or changes.sparkSession, frame=frame, dry_run=dry_run)
+
+
+@contextlib.contextmanager
+def transaction(
+    pipeline: Pipeline, group: str, *, id: int | None = None, spark: SparkSession | None = None
+) -> Iterator[Transaction]:
+    """A transaction over the tables of ``group`` (lakemerge.batch.transactions): stage each
+    table's change records with ``tx.apply(table, changes)``; leaving the block commits every table,
+    then the group's point, so that readers of the point see all of the transaction or none of it.
+    An exception inside the block aborts (nothing is applied). ``id`` numbers the group's
+    transactions (default: one more than the last recorded): running the same id again completes a
+    transaction that stopped while it committed, and commits nothing when it was complete.
+
+    ``tx.result`` holds the :class:`~lakemerge.results.TransactionResult` once the block is left.
+    """
+    from lakemerge.batch.transactions import Transaction, next_id
+
+    config = _pipeline(pipeline)
+    session = spark or spark_session(config.spark)
+    chosen = next_id(config, group, spark=session) if id is None else id
+    if isinstance(chosen, bool) or not isinstance(chosen, int) or chosen < 1:
+        raise ConfigError(f"a transaction's id is a number of 1 or more: {chosen!r}")
+    tx = Transaction(config, group, chosen, session)
+    yield tx
+    tx.result = tx.commit()
+
+
 def run(
     pipeline: Pipeline,
     *,
@@ -150,6 +224,48 @@ def run(
         max_batches=max_batches,
         stop=stop,
         on_result=on_result,
+    )
+
+
+def stream_settings(pipeline: Pipeline) -> SparkSettings:
+    """The pipeline's Spark settings, with Spark's Kafka source among the packages when a table
+    streams from Kafka."""
+    from lakemerge.streams.sources import KAFKA_PACKAGE
+
+    config = _pipeline(pipeline)
+    kafka = any(t.stream is not None and t.stream.source == "kafka" for t in config.tables.values())
+    if not kafka or KAFKA_PACKAGE in config.spark.packages:
+        return config.spark
+    return config.spark.model_copy(update={"packages": (*config.spark.packages, KAFKA_PACKAGE)})
+
+
+def stream(
+    pipeline: Pipeline,
+    *,
+    tables: Sequence[str] | None = None,
+    available_now: bool = False,
+    stop: threading.Event | None = None,
+    on_result: Callable[[BatchResult], None] | None = None,
+    spark: SparkSession | None = None,
+) -> list[BatchResult]:
+    """Run the streams of the pipeline's tables (or of ``tables``): one Structured Streaming query
+    per table with a ``stream`` section, each micro-batch one batch of the table, applied exactly
+    once across crashes and restarts (lakemerge.streams.queries). Runs until every stream stops
+    (trigger ``available_now``, or ``available_now`` here: everything available, then stop) or
+    ``stop`` is set (the micro-batch in progress commits first). The batches committed, each also
+    given to ``on_result`` as it commits.
+
+    Raises:
+        ConfigError: no chosen table has a stream.
+        LakemergeError: a micro-batch failed; every stream stops, nothing of that micro-batch is
+            committed, and a restart applies it again.
+    """
+    from lakemerge.streams.queries import run_streams
+
+    config = _pipeline(pipeline)
+    session = spark or spark_session(stream_settings(config))
+    return run_streams(
+        config, spark=session, tables=tables, available_now=available_now, stop=stop, on_result=on_result
     )
 
 

@@ -123,6 +123,10 @@ class BatchResult(Result):
         files_touched: stored data files holding rows the batch updates or deletes (a dry run counts
             them; a real run reports the files Delta rewrote).
         partitions_touched: partitions the batch writes to (dry runs only).
+        compaction: what an automatic compaction after the batch did.
+        source / source_batch: a batch given as a DataFrame: its source and the source's batch id.
+        applied_before: a DataFrame batch whose source and batch id the table had committed already:
+            nothing was applied again (``version`` is ``None``, the metrics zero).
     """
 
     table: str
@@ -142,6 +146,9 @@ class BatchResult(Result):
     files_touched: int | None = None
     partitions_touched: int | None = None
     compaction: CompactionResult | None = None
+    source: str | None = None
+    source_batch: int | None = None
+    applied_before: bool = False
 
 
 @dataclass(frozen=True)
@@ -151,6 +158,7 @@ class CommitInfo(Result):
     Attributes:
         version / timestamp / operation: Delta's own.
         batch_id, metrics, files: lakemerge's record of the batch, when a batch wrote the commit.
+        source / source_batch: for a batch given as a DataFrame, its source and the source's batch id.
         seconds: the batch's duration, from its start to its commit.
         operation_metrics: Delta's metrics (files and bytes added and removed, rows, time).
     """
@@ -164,6 +172,8 @@ class CommitInfo(Result):
     metrics: dict[str, int] = field(default_factory=dict)
     files: tuple[AppliedFile, ...] = ()
     operation_metrics: dict[str, str] = field(default_factory=dict)
+    source: str | None = None
+    source_batch: int | None = None
 
 
 @dataclass(frozen=True)
@@ -182,12 +192,14 @@ class TableSummary(Result):
 
 @dataclass(frozen=True)
 class GroupPoint(Result):
-    """One recorded point of a group: the version of every table, and when it was recorded."""
+    """One recorded point of a group: the version of every table, when it was recorded, and the
+    transaction that made it (``None`` for a group run of file batches)."""
 
     group: str
     point: int
     versions: dict[str, int]
     recorded_at: int
+    transaction: int | None = None
 
 
 @dataclass(frozen=True)
@@ -354,3 +366,22 @@ class SparkConf(Result):
 
     master: str
     conf: dict[str, str]
+
+
+@dataclass(frozen=True)
+class TransactionResult(Result):
+    """What a transaction over a group's tables committed.
+
+    Attributes:
+        group / transaction: the group, and the transaction's id.
+        batches: each table's batch (a table applied by an earlier run of the same transaction, which
+            stopped before recording the group's point, says ``applied_before``).
+        point: the group's point that makes the transaction visible to readers of the group.
+        applied_before: the whole transaction was committed before: nothing was applied again.
+    """
+
+    group: str
+    transaction: int
+    batches: tuple[BatchResult, ...]
+    point: GroupPoint | None
+    applied_before: bool = False

@@ -10,10 +10,11 @@ import random
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from lakemerge.batch.commit import Superseded, commit_batch
+from lakemerge.batch.frames import FrameBatch
 from lakemerge.batch.plan import plan_batch
 from lakemerge.batch.preview import preview
 from lakemerge.batch.select import NothingPending
@@ -35,9 +36,11 @@ def apply_table(
     *,
     spark: SparkSession,
     inputs: Sequence[str] | None = None,
+    frame: FrameBatch | None = None,
     dry_run: bool = False,
 ) -> BatchResult:
-    """Apply the next batch of ``table``'s feed (or of ``inputs``) in one commit.
+    """Apply the next batch of ``table``'s feed (or of ``inputs``, or the records of ``frame``) in
+    one commit.
 
     The batch is every pending file, in file order, up to the table's batch limits. A commit that
     loses a race to a concurrent writer is planned again from scratch (the files it had may now be
@@ -47,6 +50,8 @@ def apply_table(
         table: the table and its feed.
         spark: the session to work in.
         inputs: files or directories to read instead of ``table.feed.location``.
+        frame: change records given as a DataFrame, applied instead of any file (once per source and
+            batch id: :mod:`lakemerge.batch.frames`).
         dry_run: plan the batch and report what it would do, committing nothing.
 
     Returns:
@@ -58,20 +63,31 @@ def apply_table(
         ConflictError: concurrent writers won every attempt.
     """
     started = time.monotonic()
+    given = _Given(inputs, frame, dry_run, started)
     if dry_run:
-        return _apply(table, spark=spark, inputs=inputs, dry_run=dry_run, started=started)
+        return _apply(table, spark=spark, given=given)
     with localfs.writing(spark, localfs.tables_of(table)):
-        return _apply(table, spark=spark, inputs=inputs, dry_run=dry_run, started=started)
+        return _apply(table, spark=spark, given=given)
 
 
-def _apply(
-    table: TableConfig, *, spark: SparkSession, inputs: Sequence[str] | None, dry_run: bool, started: float
-) -> BatchResult:
+@dataclass(frozen=True)
+class _Given:
+    """What a caller asked of one batch: other inputs than the feeds' files, or records given as a
+    DataFrame; a dry run; when the call started."""
+
+    inputs: Sequence[str] | None
+    frame: FrameBatch | None
+    dry_run: bool
+    started: float
+
+
+def _apply(table: TableConfig, *, spark: SparkSession, given: _Given) -> BatchResult:
+    dry_run = given.dry_run
     for attempt in range(1, table.commit_attempts + 1):
         try:
             own = tuning.session_settings(spark)
             with scoped_conf(spark, tuning.batch_settings(spark)):
-                result = _attempt(table, spark=spark, inputs=inputs, dry_run=dry_run, started=started, own=own)
+                result = _attempt(table, spark=spark, given=given, own=own)
         except Exception as exc:
             conflict = exc if isinstance(exc, Superseded) else translate(exc, reading=False)
             if not isinstance(conflict, (Superseded, ConflictError)):
@@ -106,21 +122,15 @@ def _register(spark: SparkSession, table: TableConfig, result: BatchResult) -> N
         ) from exc
 
 
-def _attempt(
-    table: TableConfig,
-    *,
-    spark: SparkSession,
-    inputs: Sequence[str] | None,
-    dry_run: bool,
-    started: float,
-    own: dict[str, str | None],
-) -> BatchResult:
+def _attempt(table: TableConfig, *, spark: SparkSession, given: _Given, own: dict[str, str | None]) -> BatchResult:
     # A log batch counts its changes in the job that appends them (one job fewer), unless it is a
-    # dry run, which counts them without appending.
-    counted = dry_run or not (table.log_mode and transaction.supported(spark))
-    plan = plan_batch(table, spark=spark, inputs=inputs, own_settings=own, counted=counted)
+    # dry run, which counts them without appending, or a DataFrame's, which is cached as it is read
+    # (the caller's DataFrame may not give the same rows twice).
+    dry_run = given.dry_run
+    counted = dry_run or given.frame is not None or not (table.log_mode and transaction.supported(spark))
+    plan = plan_batch(table, spark=spark, inputs=given.inputs, frame=given.frame, own_settings=own, counted=counted)
     if isinstance(plan, NothingPending):
-        return _nothing(table, plan.skipped, started)
+        return _nothing(table, plan, given)
     try:
         result = preview(plan, spark=spark) if dry_run else commit_batch(plan, spark=spark)
     finally:
@@ -131,7 +141,8 @@ def _attempt(
     return result
 
 
-def _nothing(table: TableConfig, skipped: tuple[str, ...], started: float) -> BatchResult:
+def _nothing(table: TableConfig, nothing: NothingPending, given: _Given) -> BatchResult:
+    """The result of a batch with nothing to apply (or a DataFrame batch applied before)."""
     return BatchResult(
         table=table.name,
         path=table.path,
@@ -139,7 +150,10 @@ def _nothing(table: TableConfig, skipped: tuple[str, ...], started: float) -> Ba
         version=None,
         created=False,
         files=(),
-        skipped_files=skipped,
+        skipped_files=nothing.skipped,
         metrics=BatchMetrics(),
-        seconds=round(time.monotonic() - started, 3),
+        seconds=round(time.monotonic() - given.started, 3),
+        source=given.frame.source if given.frame is not None else None,
+        source_batch=given.frame.batch_id if given.frame is not None else None,
+        applied_before=nothing.applied_before,
     )

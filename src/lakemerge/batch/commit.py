@@ -67,6 +67,8 @@ def _record(plan: BatchPlan) -> dict[str, Any]:
     }
     if plan.snapshots:
         record["snapshots"] = plan.snapshots
+    if plan.source is not None:
+        record["source"] = {"name": plan.source[0], "batch": plan.source[1]}
     return record
 
 

@@ -35,17 +35,17 @@ def apply_group(
     Raises:
         LakemergeError: a table failed; tables before it stay committed, the point is unchanged.
     """
-    config = _group(pipeline, group)
+    config = group_config(pipeline, group)
     results = [apply_table(pipeline.table(name), spark=spark) for name in config.tables]
     if all(r.version is None for r in results):
         return [], None
-    versions = {name: _latest_version(spark, pipeline.table(name).path) for name in config.tables}
-    return [r for r in results if r.version is not None], _record(spark, group, config, versions)
+    versions = {name: latest_version(spark, pipeline.table(name).path) for name in config.tables}
+    return [r for r in results if r.version is not None], record_point(spark, group, config, versions)
 
 
 def snapshot(pipeline: PipelineConfig, group: str, *, spark: SparkSession) -> GroupPoint | None:
     """The group's last recorded point, or ``None`` before its first complete run."""
-    config = _group(pipeline, group)
+    config = group_config(pipeline, group)
     from delta.tables import DeltaTable
 
     if not DeltaTable.isDeltaTable(spark, config.state):
@@ -53,37 +53,52 @@ def snapshot(pipeline: PipelineConfig, group: str, *, spark: SparkSession) -> Gr
     rows = spark.read.format("delta").load(config.state).orderBy("point", ascending=False).limit(1).collect()
     if not rows:
         return None
-    row = rows[0]
+    row = rows[0].asDict()
+    transaction = row.get("transaction")
     return GroupPoint(
-        group=group, point=int(row["point"]), versions=json.loads(row["versions"]), recorded_at=int(row["recorded_at"])
+        group=group,
+        point=int(row["point"]),
+        versions=json.loads(row["versions"]),
+        recorded_at=int(row["recorded_at"]),
+        transaction=int(transaction) if transaction is not None else None,
     )
 
 
-def _record(spark: SparkSession, group: str, config: GroupConfig, versions: dict[str, int]) -> GroupPoint:
+def record_point(
+    spark: SparkSession, group: str, config: GroupConfig, versions: dict[str, int], *, transaction: int | None = None
+) -> GroupPoint:
+    """Append the group's next point (one atomic Delta commit to its state), with the transaction
+    that made it when there was one."""
     from delta.tables import DeltaTable
 
     previous = None
     if DeltaTable.isDeltaTable(spark, config.state):
         previous = spark.read.format("delta").load(config.state).agg({"point": "max"}).collect()[0][0]
     point = GroupPoint(
-        group=group, point=int(previous or 0) + 1, versions=versions, recorded_at=int(time.time() * 1000)
+        group=group,
+        point=int(previous or 0) + 1,
+        versions=versions,
+        recorded_at=int(time.time() * 1000),
+        transaction=transaction,
     )
     frame = spark.createDataFrame(
-        [(point.point, json.dumps(versions, sort_keys=True), point.recorded_at)],
-        "point BIGINT, versions STRING, recorded_at BIGINT",
+        [(point.point, json.dumps(versions, sort_keys=True), point.recorded_at, transaction)],
+        "point BIGINT, versions STRING, recorded_at BIGINT, transaction BIGINT",
     )
     with localfs.writing(spark, (config.state,)):
-        frame.coalesce(1).write.format("delta").mode("append").save(config.state)
+        frame.coalesce(1).write.format("delta").mode("append").option("mergeSchema", "true").save(config.state)
     return point
 
 
-def _latest_version(spark: SparkSession, path: str) -> int:
+def latest_version(spark: SparkSession, path: str) -> int:
+    """The table's latest version."""
     from delta.tables import DeltaTable
 
     return int(DeltaTable.forPath(spark, path).history(1).select("version").collect()[0][0])
 
 
-def _group(pipeline: PipelineConfig, group: str) -> GroupConfig:
+def group_config(pipeline: PipelineConfig, group: str) -> GroupConfig:
+    """The group called ``group``, or a ConfigError naming the pipeline's groups."""
     try:
         return pipeline.groups[group]
     except KeyError:

@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 from lakemerge.batch.cached import Cached
 from lakemerge.batch.classify import Classified, Reach, classify_batch
 from lakemerge.batch.counts import outcome_counts, with_outcomes
+from lakemerge.batch.frames import FrameBatch
 from lakemerge.batch.read import ReadBatch, read_batch
-from lakemerge.batch.select import NothingPending, Selection, select_files
+from lakemerge.batch.select import NothingPending, Selection, select_files, select_frame
 from lakemerge.batch.stored import (
     Absent,
     Stored,
@@ -105,6 +106,8 @@ class BatchPlan:
     settings: dict[str, str | None] = field(default_factory=dict)
     #: The session's own values of those settings, for the parts that read the whole table.
     own_settings: dict[str, str | None] = field(default_factory=dict)
+    #: A DataFrame batch's source and batch id (recorded with its commit).
+    source: tuple[str, int] | None = None
     #: Whether ``metrics`` holds the outcome counts. A ``log`` batch planned without them
     #: (``plan_batch(counted=False)``) counts its changes while it appends them, and its commit
     #: completes the metrics (:mod:`lakemerge.table.transaction`).
@@ -123,6 +126,8 @@ class BatchPlan:
         """The batch's result: committed as ``version`` (``None``: not committed), with ``metrics``
         (default: the plan's) and ``details`` (the other :class:`BatchResult` fields)."""
         return BatchResult(
+            source=self.source[0] if self.source else None,
+            source_batch=self.source[1] if self.source else None,
             table=self.table.name,
             path=self.table.path,
             batch_id=self.batch_id,
@@ -141,10 +146,12 @@ def plan_batch(
     *,
     spark: SparkSession,
     inputs: Sequence[str] | None = None,
+    frame: FrameBatch | None = None,
     own_settings: dict[str, str | None] | None = None,
     counted: bool = True,
 ) -> BatchPlan | NothingPending:
-    """Read and classify the next batch of ``table`` (of ``inputs`` instead of its first feed).
+    """Read and classify the next batch of ``table`` (of ``inputs`` instead of its first feed, or the
+    records of ``frame``).
 
     ``counted=False`` (``log`` tables only): leave the changes and their classification uncached
     and uncounted; the commit counts them in the same Spark job that appends them to the log.
@@ -155,8 +162,10 @@ def plan_batch(
         SchemaError: the feed's columns cannot be written to the table.
     """
     started, started_at, batch_id = time.monotonic(), int(time.time() * 1000), uuid.uuid4().hex
-    selection = select_files(spark, table, inputs)
-    if not selection.chosen:
+    selection = select_frame(spark, table, frame) if frame is not None else select_files(spark, table, inputs)
+    if isinstance(selection, NothingPending):
+        return selection
+    if not selection.chosen and selection.frame is None:
         return NothingPending(selection.skipped)
     log_path = table.log_table if table.log_mode else None
     number = ledger.last_batch(spark, table.path, log_path=log_path, known=selection.ledger) + 1
@@ -252,7 +261,8 @@ class _Planner:
             batch_id=self.batch_id,
             started=self.started,
             started_at=self.started_at,
-            files=tuple(selection.files),
+            files=tuple(selection.files) if selection.frame is None else (),
+            source=(selection.frame.source, selection.frame.batch_id) if selection.frame is not None else None,
             skipped=selection.skipped,
             exists=selection.exists,
             txn_version=self.number,

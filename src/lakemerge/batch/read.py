@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from lakemerge import columns as C
 from lakemerge.batch import ranges as batch_ranges
 from lakemerge.batch.cached import Cached
+from lakemerge.batch.frames import FrameBatch, raw_records
 from lakemerge.batch.select import Selection
 from lakemerge.changes import normalize
 from lakemerge.changes.bad_rows import first_bad_row, quarantine_rows
@@ -92,7 +93,10 @@ def read_batch(
         SchemaError: the feed's columns cannot be read as configured.
     """
     with translated(reading=True):
-        changes = read_changes(spark, table, selection.chosen, batch_number=number)
+        if selection.frame is not None:
+            changes = frame_changes(spark, table, selection.frame, batch_number=number)
+        else:
+            changes = read_changes(spark, table, selection.chosen, batch_number=number)
     if counted:
         changes = replace(changes, frame=cached.persist(changes.frame))
     whole = not selection.exists or table.scd2 or bool(selection.snapshots) or batch_ranges.small_table(spark, table)
@@ -130,6 +134,16 @@ def _count(
             parts = (prune.tagged(frame.agg(*[F.expr(f"{c} AS {n}") for n, c in _COUNTS.items()]), prune.BOUNDS),)
         found = prune.collect_parts(parts)
     return found[prune.BOUNDS], query.ranges(found) if query is not None else None
+
+
+def frame_changes(spark: SparkSession, table: TableConfig, batch: FrameBatch, *, batch_number: int) -> ChangeSet:
+    """Normalise a batch of records given as a DataFrame (:mod:`lakemerge.batch.frames`)."""
+    from pyspark.sql import functions as F
+
+    changes = normalize(
+        spark, table, raw_records(spark, batch, key=table.key), batch.files, batch_number=batch_number, feed=batch.rules
+    )
+    return replace(changes, frame=changes.frame.withColumn(C.SNAPSHOT, F.lit(False)))
 
 
 def read_changes(

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lakemerge.batch.frames import FrameBatch
 from lakemerge.changes.snapshot import WHOLE, Pending, check_order, next_snapshot
 from lakemerge.config import FeedConfig, TableConfig
 from lakemerge.feeds import FeedFile, list_feed_files
@@ -30,6 +31,7 @@ class Selection:
         exists: whether the table (or, in ``log`` mode, its change log) exists.
         ledger: the table's history of batches (empty for a new table).
         snapshots: per snapshot feed index, the snapshot the batch applies.
+        frame: the batch's records when they are given as a DataFrame (then it has no files).
     """
 
     chosen: list[tuple[int, FeedFile]]
@@ -37,11 +39,12 @@ class Selection:
     exists: bool
     ledger: ledger.Ledger
     snapshots: dict[int, Pending]
+    frame: FrameBatch | None = None
 
     @property
     def files(self) -> list[FeedFile]:
-        """The chosen files, in batch order."""
-        return [f for _, f in self.chosen]
+        """The chosen files, in batch order (a DataFrame batch: the one pseudo-file naming it)."""
+        return self.frame.files if self.frame is not None else [f for _, f in self.chosen]
 
     def applied_snapshot(self, index: int) -> dict[str, Any] | None:
         """The positions of the last snapshot of feed ``index`` that a committed batch applied."""
@@ -56,9 +59,20 @@ def last_snapshot(history: ledger.Ledger, index: int) -> dict[str, Any] | None:
 
 @dataclass(frozen=True)
 class NothingPending:
-    """No file is pending; ``skipped`` lists the files found but already applied."""
+    """No file is pending; ``skipped`` lists the files found but already applied. ``applied_before``:
+    a DataFrame batch whose source and batch id the table committed already."""
 
     skipped: tuple[str, ...]
+    applied_before: bool = False
+
+
+def select_frame(spark: SparkSession, table: TableConfig, batch: FrameBatch) -> Selection | NothingPending:
+    """A DataFrame batch, unless the table committed its source's batch id (or a later one) already."""
+    exists, history = ledger.state(spark, table.path, log_path=table.log_table if table.log_mode else None)
+    last = history.sources.get(batch.source)
+    if last is not None and batch.batch_id <= last:
+        return NothingPending((), applied_before=True)
+    return Selection([], (), exists, history, {}, frame=batch)
 
 
 def select_files(spark: SparkSession, table: TableConfig, inputs: Sequence[str] | None) -> Selection:

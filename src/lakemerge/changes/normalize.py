@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from lakemerge import columns as C
 from lakemerge.columns import col
 from lakemerge.config.feed import FeedConfig
+from lakemerge.config.records import RecordsConfig
 from lakemerge.config.table import FILE_SEQUENCE_COLUMN, TableConfig
 from lakemerge.errors import ConfigError, InputError
 from lakemerge.feeds.files import FeedFile
@@ -51,7 +52,7 @@ def normalize(
     files: Sequence[FeedFile],
     *,
     batch_number: int = 0,
-    feed: FeedConfig | None = None,
+    feed: FeedConfig | RecordsConfig,
     offset: int = 0,
 ) -> ChangeSet:
     """Type the raw rows, derive operation and sequence, and flag bad rows.
@@ -62,13 +63,14 @@ def normalize(
     """
     from pyspark.sql import functions as F
 
-    feed = feed or table.feed
     _check_columns_exist(table, feed, raw, files)
     frame = raw.frame
     errors: list[tuple[Column, Column]] = [(F.col(C.MALFORMED).isNotNull(), F.col(C.MALFORMED))]
 
     # Types: delimited formats read strings; cast them, and any column with a configured type.
-    targets = dict(_ddl_types(feed.schema_ddl) if feed.schema_ddl and feed.format in _DELIMITED else {})
+    # (JSON records given as a DataFrame are read as text too.)
+    as_text = feed.format in _DELIMITED or (isinstance(feed, RecordsConfig) and feed.format == "json")
+    targets = dict(_ddl_types(feed.schema_ddl) if feed.schema_ddl and as_text else {})
     targets.update(feed.types)
     casts: dict[str, Column] = {}
     for name, type_name in targets.items():
@@ -105,12 +107,13 @@ def normalize(
             f.name_number if order == "name_number" else f.modified if order == "mtime" else batch_number for f in files
         ]
         numbers = F.create_map(*[x for i, n in enumerate(per_file) for x in (F.lit(i + offset), F.lit(n))])
-        selected.append(numbers[F.col(C.FILE)].cast("long").alias(FILE_SEQUENCE_COLUMN))
+        number = F.lit(per_file[0]) if len(set(per_file)) == 1 else numbers[F.col(C.FILE)]
+        selected.append(number.cast("long").alias(FILE_SEQUENCE_COLUMN))
         data_columns.append(FILE_SEQUENCE_COLUMN)
     # The raw record of a bad row, for messages and the quarantine: as read when the reader kept
     # it, else the fields joined by the delimiter (delimited formats) or the row as JSON.
     originals = [col(c) for c in raw.columns]
-    if feed.format == "csv":
+    if isinstance(feed, FeedConfig) and feed.format == "csv":
         rebuilt = F.concat_ws(feed.delimiter, *[F.coalesce(c.cast("string"), F.lit("")) for c in originals])
     else:
         rebuilt = F.to_json(F.struct(*originals))
@@ -124,11 +127,14 @@ def normalize(
         C.ROW_ID,
         record.alias(C.RAW),
         F.lit(raw.header_lines).alias(C.HEADER),
+        *([C.PLACE] if C.PLACE in frame.columns else []),
     )
     return ChangeSet(frame=frame, data_columns=tuple(data_columns), header_lines=raw.header_lines)
 
 
-def _operation(feed: FeedConfig, files: Sequence[FeedFile], offset: int) -> tuple[Column, list[tuple[Column, Column]]]:
+def _operation(
+    feed: FeedConfig | RecordsConfig, files: Sequence[FeedFile], offset: int
+) -> tuple[Column, list[tuple[Column, Column]]]:
     """The normalised operation (``U``, ``D``, ``T`` for truncate, ``N`` for an ignored record) and
     the checks on op codes."""
     from pyspark.sql import functions as F
@@ -158,7 +164,7 @@ def _operation(feed: FeedConfig, files: Sequence[FeedFile], offset: int) -> tupl
     return F.when(in_delete_file, F.lit("D")).otherwise(op), errors
 
 
-def _kept(table: TableConfig, feed: FeedConfig, column: str) -> bool:
+def _kept(table: TableConfig, feed: FeedConfig | RecordsConfig, column: str) -> bool:
     if column in (*table.key, *table.sequence, *table.partition_by):
         return True
     if feed.format == "debezium" and column.startswith("__"):
@@ -168,7 +174,9 @@ def _kept(table: TableConfig, feed: FeedConfig, column: str) -> bool:
     return column not in feed.drop_columns
 
 
-def _check_columns_exist(table: TableConfig, feed: FeedConfig, raw: RawFeed, files: Sequence[FeedFile]) -> None:
+def _check_columns_exist(
+    table: TableConfig, feed: FeedConfig | RecordsConfig, raw: RawFeed, files: Sequence[FeedFile]
+) -> None:
     wanted = [("key", c) for c in table.key] + [("sequence", c) for c in table.sequence]
     wanted += [("partition_by", c) for c in table.partition_by]
     if feed.op_column:

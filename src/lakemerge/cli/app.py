@@ -25,6 +25,7 @@ app = typer.Typer(
 for command in (
     batches.apply,
     batches.run,
+    batches.stream,
     batches.snapshot,
     tables.rollback,
     tables.vacuum,

@@ -159,6 +159,34 @@ def _stop_on_signals(shown: output.Output) -> threading.Event:
 
 
 @handled
+def stream(
+    pipeline: Annotated[Path, typer.Argument(help="The pipeline file.")],
+    table: TablesOpt = None,
+    available_now: Annotated[
+        bool, typer.Option("--available-now", help="Apply everything available, then stop (for schedulers).")
+    ] = False,
+    master: MasterOpt = None,
+    json_out: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Run the tables' change streams (Kafka, or the landing zones as streams of files): each
+    micro-batch one batch, exactly once across restarts.
+
+    SIGINT or SIGTERM lets the micro-batch in progress commit, then stops every stream and exits 0.
+    """
+    shown = output.pick(json_out)
+    config = api.load_pipeline(pipeline)
+    spark = api.spark_session(api.stream_settings(config), master=master, verbose=verbose)
+    stop = _stop_on_signals(shown)
+    with spark_progress(spark, enabled=not (quiet or json_out), label="streaming"):
+        results = api.stream(
+            config, tables=table, available_now=available_now, stop=stop, on_result=shown.item, spark=spark
+        )
+    shown.result(Batches(tuple(results)))
+
+
+@handled
 def snapshot(
     pipeline: Annotated[Path, typer.Argument(help="The pipeline file.")],
     group: Annotated[list[str] | None, typer.Option("--group", "-g", help="Group(s) to show (default: all).")] = None,

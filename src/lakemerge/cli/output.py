@@ -101,6 +101,9 @@ def _batch(r: BatchResult) -> None:
             + (" and create the table" if r.created else "")
         )
     elif r.version is None:
+        if r.applied_before:
+            out.print(f"[bold]{r.table}[/]: batch {r.source_batch} of {r.source} was applied before: nothing to apply")
+            return
         skipped = f" ({len(r.skipped_files)} file(s) already applied)" if r.skipped_files else ""
         out.print(f"[bold]{r.table}[/]: nothing to apply{skipped}")
         return
@@ -159,8 +162,13 @@ def _changes(pairs: Sequence[ChangedRecord], key: Sequence[str]) -> None:
 def _commits(commits: Sequence[CommitInfo]) -> None:
     """The table's commits with lakemerge's metrics."""
     grid = Table(title="history", show_header=True, header_style="bold")
-    for name in ("ver", "time (UTC)", "operation", "files", "read", "ins", "upd", "del", "late"):
-        grid.add_column(name, justify="right" if name not in ("operation", "time (UTC)") else "left", no_wrap=True)
+    sources = any(c.source for c in commits)
+    for name in ("ver", "time (UTC)", "operation", "files", *(("source",) if sources else ()), "read", "ins", "upd"):
+        grid.add_column(
+            name, justify="left" if name in ("operation", "time (UTC)", "source") else "right", no_wrap=True
+        )
+    for name in ("del", "late"):
+        grid.add_column(name, justify="right", no_wrap=True)
     for c in commits:
         m = c.metrics
         grid.add_row(
@@ -168,6 +176,7 @@ def _commits(commits: Sequence[CommitInfo]) -> None:
             c.timestamp.replace("T", " ")[:19],
             c.operation,
             str(len(c.files)) if c.batch_id else "",
+            *((f"{c.source} #{c.source_batch}" if c.source else "",) if sources else ()),
             *[str(m.get(k, "")) if c.batch_id else "" for k in ("rows_read", "inserted", "updated", "deleted", "late")],
         )
     out.print(grid)

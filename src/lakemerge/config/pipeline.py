@@ -8,6 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from lakemerge.config.base import Model, absolute
 from lakemerge.config.spark import IDENTIFIER, SparkSettings
+from lakemerge.config.stream import GroupStreamConfig
 from lakemerge.config.table import TableConfig
 
 
@@ -19,10 +20,13 @@ class GroupConfig(Model):
     Attributes:
         tables: the group's tables, applied in this order.
         state: where the group's points are recorded (a Delta table).
+        stream: one streaming query for the group's tables, each micro-batch a transaction over
+            them (see :class:`~lakemerge.config.stream.GroupStreamConfig`).
     """
 
     tables: tuple[str, ...]
     state: str
+    stream: GroupStreamConfig | None = None
 
     @field_validator("tables")
     @classmethod
@@ -55,7 +59,25 @@ class PipelineConfig(Model):
                 if name in owner:
                     raise ValueError(f"table '{name}' is in both groups '{owner[name]}' and '{group}'")
                 owner[name] = group
+            if config.stream is not None:
+                self._check_group_stream(group, config)
         return self
+
+    def _check_group_stream(self, group: str, config: GroupConfig) -> None:
+        streams = [self.tables[name].stream for name in config.tables]
+        if any(s is None or s.source != "kafka" or not s.topics for s in streams):
+            raise ValueError(
+                f"group '{group}' streams: each of its tables needs a kafka stream section naming its topics"
+            )
+        cluster = {(s.bootstrap_servers, tuple(sorted(s.options.items())), s.starting_offsets) for s in streams if s}
+        if len(cluster) > 1:
+            raise ValueError(
+                f"group '{group}' streams: its tables' streams must share bootstrap_servers, options and "
+                "starting_offsets"
+            )
+        topics = [t for s in streams if s for t in s.topics]
+        if len(topics) != len(set(topics)):
+            raise ValueError(f"group '{group}' streams: a topic feeds one table only")
 
     def group_of(self, table: str) -> str | None:
         """The group a table belongs to, if any."""

@@ -62,7 +62,8 @@ def load_pipeline(path: str | os.PathLike[str]) -> PipelineConfig:
 
 
 def _resolve_paths(data: dict[str, Any], base: Path) -> None:
-    """Make relative table, feed and metastore paths relative to the pipeline file's folder."""
+    """Make relative table, feed, stream checkpoint and metastore paths relative to the pipeline
+    file's folder."""
     spark = data.get("spark")
     if isinstance(spark, dict):
         for key in ("metastore_dir", "warehouse"):
@@ -78,6 +79,9 @@ def _resolve_paths(data: dict[str, Any], base: Path) -> None:
         for group in groups.values():
             if isinstance(group, dict) and isinstance(group.get("state"), str):
                 group["state"] = _absolute(group["state"], base)
+            stream = group.get("stream") if isinstance(group, dict) else None
+            if isinstance(stream, dict) and isinstance(stream.get("checkpoint"), str):
+                stream["checkpoint"] = _absolute(stream["checkpoint"], base)
     tables = data.get("tables")
     if not isinstance(tables, dict):
         return
@@ -86,6 +90,9 @@ def _resolve_paths(data: dict[str, Any], base: Path) -> None:
             continue
         if isinstance(table.get("path"), str):
             table["path"] = _absolute(table["path"], base)
+        stream = table.get("stream")
+        if isinstance(stream, dict) and isinstance(stream.get("checkpoint"), str):
+            stream["checkpoint"] = _absolute(stream["checkpoint"], base)
         for feed in [table.get("feed"), *(table.get("feeds") or [])]:
             if not isinstance(feed, dict):
                 continue

@@ -10,6 +10,8 @@ from pydantic import Field, field_validator, model_validator
 
 from lakemerge.config.base import Model, absolute
 from lakemerge.config.feed import FeedConfig
+from lakemerge.config.records import RecordsConfig
+from lakemerge.config.stream import StreamConfig
 
 History = Literal["latest", "scd2"]
 WriteMode = Literal["copy_on_write", "deletion_vectors", "log"]
@@ -41,7 +43,8 @@ class TableConfig(Model):
             (later batches are newer). It is stored in the ``_lm_sequence`` column so that later
             batches compare against it; within a batch, file order then row position break ties.
         partition_by: partition columns of the table (used when lakemerge creates it).
-        feed: where the changes come from.
+        feed: where the change files come from; none for a table fed only by DataFrames
+            (``lakemerge.apply_changes``, transactions) or by a stream.
         more_feeds: further feeds of the same table (regional systems feeding one table),
             each with its own format settings. Files arriving together are applied in one batch,
             ordered feed by feed (``feed`` first), then by each feed's file order. In TOML, list
@@ -89,8 +92,10 @@ class TableConfig(Model):
     key: tuple[str, ...]
     sequence: tuple[str, ...] = ()
     partition_by: tuple[str, ...] = ()
-    feed: FeedConfig
+    feed: FeedConfig | None = None
     more_feeds: tuple[FeedConfig, ...] = ()
+    records: RecordsConfig | None = None
+    stream: StreamConfig | None = None
     ignore_null_updates: bool | tuple[str, ...] = False
     widen_date_to_timestamp: bool = False
     quarantine_path: str | None = None
@@ -146,16 +151,19 @@ class TableConfig(Model):
         overlap = set(self.key) & set(self.sequence)
         if overlap:
             raise ValueError(f"columns {sorted(overlap)} cannot be both key and sequence")
-        if self.feed.op_column and self.feed.op_column in (*self.key, *self.sequence, *self.partition_by):
-            raise ValueError(f"op_column '{self.feed.op_column}' cannot also be a key, sequence or partition column")
-        kept = [*self.key, *self.sequence, *self.partition_by]
-        dropped = [
-            c
-            for c in kept
-            if c in self.feed.drop_columns or (self.feed.keep_columns and c not in self.feed.keep_columns)
-        ]
-        if dropped:
-            raise ValueError(f"key, sequence and partition columns cannot be dropped: {dropped}")
+        for rules in self.record_rules:
+            if rules.op_column and rules.op_column in (*self.key, *self.sequence, *self.partition_by):
+                raise ValueError(f"op_column '{rules.op_column}' cannot also be a key, sequence or partition column")
+            kept = [*self.key, *self.sequence, *self.partition_by]
+            dropped = [
+                c for c in kept if c in rules.drop_columns or (rules.keep_columns and c not in rules.keep_columns)
+            ]
+            if dropped:
+                raise ValueError(f"key, sequence and partition columns cannot be dropped: {dropped}")
+        if self.more_feeds and self.feed is None:
+            raise ValueError("more_feeds needs a first feed")
+        if self.stream is not None and self.stream.source == "files" and (self.feed is None or self.more_feeds):
+            raise ValueError("a stream with source = 'files' reads the table's feed: give the table one feed")
         self._check_history()
         self._check_mode()
         if sum(feed.snapshot for feed in self.feeds) > 1:
@@ -225,8 +233,22 @@ class TableConfig(Model):
 
     @property
     def feeds(self) -> tuple[FeedConfig, ...]:
-        """Every feed of the table, the first one first."""
-        return (self.feed, *self.more_feeds)
+        """Every feed of the table, the first one first (none for a table fed only by DataFrames)."""
+        return (self.feed, *self.more_feeds) if self.feed is not None else ()
+
+    @property
+    def record_rules(self) -> tuple[FeedConfig | RecordsConfig, ...]:
+        """Everything that says how the table's change records are read: its feeds, its records
+        section and its stream."""
+        found: list[FeedConfig | RecordsConfig] = list(self.feeds)
+        found += [r for r in (self.records, self.stream) if r is not None]
+        return tuple(found)
+
+    @property
+    def frame_rules(self) -> RecordsConfig | FeedConfig:
+        """How change records given as DataFrames are read when the caller names no rules: the
+        ``records`` section, else the first feed's, else every record an upsert."""
+        return self.records or self.feed or RecordsConfig()
 
     @property
     def quarantine(self) -> str:

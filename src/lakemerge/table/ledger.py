@@ -163,6 +163,8 @@ class Ledger:
         files: every file recorded by a committed batch: path → (file as applied, version).
         batch_ids: the ids of the batches whose commits the table's content still holds.
         snapshots: per feed index, the position of the last full snapshot applied (docs/semantics.md §5).
+        sources: per source of batches given as DataFrames, the greatest batch id committed from it
+            (its batches up to that one are applied: ``lakemerge.apply_changes``).
         last_batch: the greatest batch number a record in the history carries (rolled-back
             batches included: Delta's transaction state keeps their numbers too), or ``None``
             when the history holds no batch record (a new table, or log cleanup removed them all).
@@ -171,6 +173,7 @@ class Ledger:
     files: dict[str, tuple[AppliedFile, int]] = field(default_factory=dict)
     batch_ids: set[str] = field(default_factory=set)
     snapshots: dict[int, list[Any]] = field(default_factory=dict)
+    sources: dict[str, int] = field(default_factory=dict)
     last_batch: int | None = None
 
 
@@ -187,6 +190,10 @@ def state(spark: SparkSession, path: str, *, log_path: str | None = None) -> tup
         files={**found.files, **logged.files},
         batch_ids=found.batch_ids | logged.batch_ids,
         snapshots={**found.snapshots, **logged.snapshots},
+        sources={
+            name: max(found.sources.get(name, -1), logged.sources.get(name, -1))
+            for name in {*found.sources, *logged.sources}
+        },
         last_batch=max(numbers) if numbers else None,
     )
 
@@ -259,6 +266,7 @@ class _Walk:
     files: dict[str, tuple[AppliedFile, int]] = field(default_factory=dict)
     batches: dict[str, int] = field(default_factory=dict)
     snapshot_versions: dict[int, list[tuple[int, list[Any]]]] = field(default_factory=dict)
+    source_versions: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     last_batch: int | None = None
 
     def copy(self) -> _Walk:
@@ -268,6 +276,7 @@ class _Walk:
             files=dict(self.files),
             batches=dict(self.batches),
             snapshot_versions={feed: list(items) for feed, items in self.snapshot_versions.items()},
+            source_versions={name: list(items) for name, items in self.source_versions.items()},
             last_batch=self.last_batch,
         )
 
@@ -283,6 +292,9 @@ class _Walk:
             undone = int(rollback["to_version"])
             if rollback.get("reapply"):
                 self.files = {p: (f, v) for p, (f, v) in self.files.items() if v <= undone}
+                self.source_versions = {
+                    name: [(v, n) for v, n in items if v <= undone] for name, items in self.source_versions.items()
+                }
             self.batches = {i: v for i, v in self.batches.items() if v <= undone}
             self.snapshot_versions = {
                 feed: [(v, pos) for v, pos in items if v <= undone] for feed, items in self.snapshot_versions.items()
@@ -295,12 +307,16 @@ class _Walk:
                 self.last_batch = max(self.last_batch or 0, record["txn_version"])
         for feed, position in (record.get("snapshots") or {}).items():
             self.snapshot_versions.setdefault(int(feed), []).append((version, position))
+        source = record.get("source")
+        if isinstance(source, dict) and isinstance(source.get("batch"), int):
+            self.source_versions.setdefault(str(source["name"]), []).append((version, source["batch"]))
 
     def ledger(self) -> Ledger:
         return Ledger(
             files=dict(self.files),
             batch_ids=set(self.batches),
             snapshots={feed: items[-1][1] for feed, items in self.snapshot_versions.items() if items},
+            sources={name: max(n for _, n in items) for name, items in self.source_versions.items() if items},
             last_batch=self.last_batch,
         )
 

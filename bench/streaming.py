@@ -1,0 +1,317 @@
+"""Changes from Kafka into TPC-H ``orders``: lakemerge's streams against a hand-written
+``foreachBatch`` + dedupe + MERGE, on the same topic and the same table, in one run.
+
+``python -m bench.streaming [--sf 1] [--percent 1] [--batches 4] [--rate 2000] [--seconds 60]``
+
+- **Throughput**: ``--batches`` change batches of ``--percent`` % of the table's rows (70 % updates,
+  20 % inserts, 10 % deletes, some keys twice: ``bench.data``) are produced to one topic as JSON
+  messages first; each peer then reads the topic from its start, one change batch per micro-batch
+  (``maxOffsetsPerTrigger``), until it has applied everything (trigger available-now). Changes per
+  second = messages ÷ the query's wall time; the first micro-batch (JVM warm-up) is reported apart.
+- **Latency**: each peer streams with a 1-second trigger while a producer sends ``--rate`` messages
+  a second for ``--seconds`` seconds; a micro-batch's latency is the time from its oldest message's
+  sending to the end of its commit. Reported: median and 95th percentile over the micro-batches.
+
+Every peer runs in a fresh process (``python -m bench.streaming --peer NAME ...``), with the same
+Spark session settings as the batch harness (``bench.peers.session``) plus Spark's Kafka source, on
+the clustered layout of the batch harness; every peer's final table must have the same checksum.
+Outputs (JSON and a table) go under ``--out`` (default: the harness's data folder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench import data
+from bench.kafka import broker
+
+PEERS = ("lakemerge", "lakemerge_log", "hand_merge")
+SCHEMA = (
+    "o_orderkey BIGINT, o_custkey BIGINT, o_orderstatus STRING, o_totalprice DECIMAL(15,2), o_orderdate DATE, "
+    "o_orderpriority STRING, o_clerk STRING, o_shippriority INT, o_comment STRING, seq BIGINT, o_year INT, op STRING, "
+    "sent_ms BIGINT"
+)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _arguments(argv)
+    if args.peer:
+        return _peer(args)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    source = data.generate(args.sf, os.path.join(args.data, f"sf{args.sf:g}"))
+    batches = [
+        data.make_batch(
+            source, os.path.join(args.data, f"sf{args.sf:g}"), number=n, fraction=args.percent, shape="uniform", seed=n
+        )
+        for n in range(1, args.batches + 1)
+    ]
+    report: dict[str, Any] = {"command": " ".join(["python -m bench.streaming", *(argv or sys.argv[1:])]), "peers": {}}
+    with broker(Path(args.data) / "kafka", partitions=2) as bootstrap:
+        topic = f"orders-{int(time.time())}"
+        messages = _produce_batches(bootstrap, topic, [b.path for b in batches])
+        for peer in args.peers:
+            found = _run_peer(args, peer, bootstrap=bootstrap, topic=topic, source=source, per_trigger=batches[0].rows)
+            found["messages"] = messages
+            report["peers"][peer] = {"throughput": found}
+        for peer in args.peers:
+            report["peers"][peer]["latency"] = _run_peer(
+                args, peer, bootstrap=bootstrap, topic=f"{topic}-latency-{peer}", source=source, latency=True
+            )
+    (out / "streaming.json").write_text(json.dumps(report, indent=2))
+    print(_table(report))
+    return 0
+
+
+def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.streaming")
+    parser.add_argument("--sf", type=float, default=1.0)
+    parser.add_argument("--percent", type=float, default=1.0, help="each change batch, as a share of the table")
+    parser.add_argument("--batches", type=int, default=4)
+    parser.add_argument("--rate", type=int, default=2000, help="messages a second in the latency run")
+    parser.add_argument("--seconds", type=int, default=60, help="how long the latency run produces")
+    parser.add_argument("--peers", nargs="+", default=list(PEERS), choices=PEERS)
+    parser.add_argument("--data", default=data.ROOT)
+    parser.add_argument("--out", default=data.OUT)
+    parser.add_argument("--peer", choices=PEERS, help=argparse.SUPPRESS)
+    parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
+    parser.add_argument("--topic", help=argparse.SUPPRESS)
+    parser.add_argument("--source", help=argparse.SUPPRESS)
+    parser.add_argument("--per-trigger", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--latency", action="store_true", help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def _spark() -> Any:
+    """The batch harness's session settings (``bench.peers.BASE_CONF``), with Spark's Kafka source."""
+    from bench.peers import BASE_CONF
+    from lakemerge.config.spark import SparkSettings
+    from lakemerge.spark import get_spark
+    from lakemerge.streams.sources import KAFKA_PACKAGE
+
+    settings = SparkSettings(master="local[2]", app_name="bench", conf=dict(BASE_CONF), packages=(KAFKA_PACKAGE,))
+    return get_spark(settings)
+
+
+def _produce_batches(bootstrap: str, topic: str, batches: Sequence[str]) -> int:
+    """Send every change batch's rows to ``topic`` as JSON messages keyed by the order key (Kafka
+    partitions them by key), batch after batch; the number of messages."""
+    code = (
+        "import sys, json\n"
+        "from bench.streaming import _send_batches\n"
+        "print(json.dumps(_send_batches(sys.argv[1], sys.argv[2], sys.argv[3:])))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, bootstrap, topic, *batches], capture_output=True, text=True, check=True
+    )
+    return int(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def _send_batches(bootstrap: str, topic: str, batches: Sequence[str]) -> int:
+    from pyspark.sql import functions as F
+
+    spark = _spark()
+    sent = 0
+    for path in batches:
+        frame = spark.read.parquet(path).withColumn("sent_ms", F.lit(0).cast("bigint"))
+        messages = frame.select(F.col(data.KEY).cast("string").alias("key"), F.to_json(F.struct("*")).alias("value"))
+        messages.coalesce(1).write.format("kafka").option("kafka.bootstrap.servers", bootstrap).option(
+            "topic", topic
+        ).save()
+        sent += frame.count()
+    return sent
+
+
+def _run_peer(
+    args: argparse.Namespace,
+    peer: str,
+    *,
+    bootstrap: str,
+    topic: str,
+    source: str,
+    per_trigger: int = 0,
+    latency: bool = False,
+) -> dict[str, Any]:
+    command = [
+        sys.executable,
+        "-m",
+        "bench.streaming",
+        "--peer",
+        peer,
+        "--bootstrap",
+        bootstrap,
+        "--topic",
+        topic,
+        "--source",
+        source,
+        "--data",
+        args.data,
+        "--per-trigger",
+        str(per_trigger),
+        "--rate",
+        str(args.rate),
+        "--seconds",
+        str(args.seconds),
+    ]
+    if latency:
+        command.append("--latency")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=7200)
+    if done.returncode != 0:
+        return {"error": done.stderr[-2000:]}
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def _peer(args: argparse.Namespace) -> int:
+    from bench.peers import _create_delta, spark_checksum
+
+    spark = _spark()
+    root = Path(args.data) / "streaming" / args.peer / ("latency" if args.latency else "throughput")
+    subprocess.run(["rm", "-rf", str(root)], check=True)
+    path = str(root / "orders")
+    _create_delta(spark, args.source, path, "clustered")
+    timings: list[tuple[float, float]] = []  # (commit end, oldest message's sending), per micro-batch
+    handler = _hand_merge(path, timings) if args.peer == "hand_merge" else _lakemerge(args.peer, path, timings)
+    reader = spark.readStream.format("kafka").option("kafka.bootstrap.servers", args.bootstrap)
+    reader = reader.option("subscribe", args.topic).option("startingOffsets", "earliest")
+    if args.per_trigger:
+        reader = reader.option("maxOffsetsPerTrigger", args.per_trigger)
+    writer = reader.load().writeStream.foreachBatch(handler).option("checkpointLocation", str(root / "checkpoint"))
+    if args.latency:
+        result = _latency_run(spark, args, writer, timings)
+    else:
+        started = time.perf_counter()
+        writer.trigger(availableNow=True).start().awaitTermination()
+        elapsed = time.perf_counter() - started
+        ends = [end for end, _ in timings]
+        result = {
+            "seconds": round(elapsed, 3),
+            "micro_batches": len(timings),
+            "first_batch_seconds": round(ends[0] - started, 3) if ends else None,
+        }
+    result["checksum"] = spark_checksum(spark, "lakemerge_log" if args.peer == "lakemerge_log" else args.peer, path)
+    print(json.dumps(result))
+    return 0
+
+
+def _latency_run(
+    spark: Any, args: argparse.Namespace, writer: Any, timings: list[tuple[float, float]]
+) -> dict[str, Any]:
+    """Produce ``--rate`` messages a second for ``--seconds`` seconds while the peer streams with a
+    1-second trigger; each micro-batch's latency, from its oldest message's sending to its commit."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    query = writer.trigger(processingTime="1 second").start()
+    # The updates to send, numbered into ticks of --rate messages, cached once (the sending then
+    # costs each tick one small write).
+    rows = spark.read.parquet(args.source).limit(args.rate * args.seconds)
+    rows = rows.withColumn("_n", F.row_number().over(Window.orderBy(data.KEY)) - 1)
+    rows = rows.withColumn("tick", F.floor(F.col("_n") / args.rate)).drop("_n").cache()
+    rows.count()
+    stop = time.monotonic() + args.seconds
+    tick = 0
+    while time.monotonic() < stop:
+        now_ms = int(time.time() * 1000)
+        frame = rows.filter(F.col("tick") == tick).drop("tick")
+        frame = frame.withColumn("seq", F.lit(tick + 1).cast("bigint")).withColumn("op", F.lit("U"))
+        frame = frame.withColumn("sent_ms", F.lit(now_ms).cast("bigint"))
+        messages = frame.select(F.col(data.KEY).cast("string").alias("key"), F.to_json(F.struct("*")).alias("value"))
+        messages.write.format("kafka").option("kafka.bootstrap.servers", args.bootstrap).option(
+            "topic", args.topic
+        ).save()
+        tick += 1
+        time.sleep(max(0.0, 1.0 - (time.time() * 1000 - now_ms) / 1000))
+    time.sleep(5)
+    query.stop()
+    latencies = sorted(end - sent for end, sent in timings if sent > 0)
+    if not latencies:
+        return {"micro_batches": 0}
+    return {
+        "micro_batches": len(latencies),
+        "p50_seconds": round(latencies[len(latencies) // 2], 3),
+        "p95_seconds": round(latencies[min(len(latencies) - 1, int(len(latencies) * 0.95))], 3),
+        "sent": tick * args.rate,
+    }
+
+
+def _oldest_sent(frame: Any) -> float:
+    """When the micro-batch's oldest message was sent (seconds), from its ``sent_ms`` (0 when unset)."""
+    from pyspark.sql import functions as F
+
+    found = (
+        frame.select(F.get_json_object(F.col("value").cast("string"), "$.sent_ms").cast("bigint").alias("s"))
+        .agg(F.min("s"))
+        .first()
+    )
+    return float(found[0] or 0) / 1000.0
+
+
+def _lakemerge(peer: str, path: str, timings: list[tuple[float, float]]) -> Any:
+    from bench.peers import lakemerge_table
+    from lakemerge import api
+    from lakemerge.config.records import RecordsConfig
+
+    mode = "log" if peer == "lakemerge_log" else "copy_on_write"
+    table = lakemerge_table(path, "clustered", mode, "/nonexistent")
+    records = RecordsConfig(
+        format="json", schema=SCHEMA, op_column="op", upsert_codes=("U",), drop_columns=("sent_ms",)
+    )
+
+    def handler(frame: Any, epoch: int) -> None:
+        sent = _oldest_sent(frame)
+        api.apply_changes(
+            table, frame, source="bench-stream", batch_id=epoch, records=records, spark=frame.sparkSession
+        )
+        timings.append((time.time(), sent))
+
+    return handler
+
+
+def _hand_merge(path: str, timings: list[tuple[float, float]]) -> Any:
+    """What teams write by hand: parse, dedupe to the latest sequence per key, one Delta MERGE."""
+    from delta.tables import DeltaTable
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    def handler(frame: Any, epoch: int) -> None:
+        sent = _oldest_sent(frame)
+        spark = frame.sparkSession
+        rows = frame.select(F.from_json(F.col("value").cast("string"), SCHEMA).alias("r")).select("r.*").drop("sent_ms")
+        latest = Window.partitionBy(data.KEY).orderBy(F.col("seq").desc())
+        changes = rows.withColumn("_rn", F.row_number().over(latest)).filter("_rn = 1").drop("_rn")
+        columns = [c for c in changes.columns if c != "op"]
+        values = {c: f"s.{c}" for c in columns}
+        (
+            DeltaTable.forPath(spark, path)
+            .alias("t")
+            .merge(changes.alias("s"), f"t.{data.KEY} = s.{data.KEY}")
+            .whenMatchedDelete(condition="s.op = 'D'")
+            .whenMatchedUpdate(condition="s.op = 'U' AND s.seq >= t.seq", set=values)
+            .whenNotMatchedInsert(condition="s.op = 'U'", values=values)
+            .execute()
+        )
+        timings.append((time.time(), sent))
+
+    return handler
+
+
+def _table(report: dict[str, Any]) -> str:
+    lines = ["| peer | changes/s | seconds | micro-batches | latency p50 | latency p95 |", "|---|---|---|---|---|---|"]
+    for peer, found in report["peers"].items():
+        t, lat = found.get("throughput", {}), found.get("latency", {})
+        rate = round(t["messages"] / t["seconds"]) if t.get("seconds") else "—"
+        cells = (rate, t.get("seconds", "—"), t.get("micro_batches", "—"), lat.get("p50_seconds", "—"))
+        lines.append(f"| {peer} | " + " | ".join(str(c) for c in cells) + f" | {lat.get('p95_seconds', '—')} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,166 @@
+"""Change records given as a DataFrame: a batch of the caller's, a transaction's, or a stream's
+micro-batch (``lakemerge.apply_changes``).
+
+Each record gets the provenance columns a file's rows get, so that every rule of a file batch
+applies unchanged: where it came from (``_lm_place``) and its position there (``_lm_rowid``), which
+order the changes of a key when the table has no sequence column, as file order does for files:
+
+- a Kafka micro-batch (columns ``topic``, ``partition``, ``offset``, ``value``): its partition and
+  offset (a key's messages are in one partition, in the order they were produced);
+- any other DataFrame: its partition and the row's position in it (the order the caller gave).
+
+Records arrive as rows (the table's columns, typed or cast by ``types``), as JSON objects (Kafka
+message values, typed by the rules' ``schema``: read as text first, so that a value that does not
+convert is a bad record naming its place), or as Debezium events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lakemerge import columns as C
+from lakemerge.columns import col
+from lakemerge.config.feed import FeedConfig
+from lakemerge.config.records import RecordsConfig
+from lakemerge.errors import ConfigError, InputError
+from lakemerge.feeds.files import FeedFile
+from lakemerge.feeds.readers import RawFeed
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+#: The columns of a Kafka source's DataFrame that say where a message is.
+KAFKA_COLUMNS = ("topic", "partition", "offset", "value")
+
+
+@dataclass(frozen=True)
+class FrameBatch:
+    """One batch of change records given as a DataFrame.
+
+    Attributes:
+        frame: the records.
+        source: who sends them (a stream's name, a job's): recorded with the commit.
+        batch_id: the source's number for this batch; the source's batches are applied in the order
+            of these numbers, each once: a batch whose number is not above the last one the table
+            committed from the source commits nothing.
+        rules: how the records say what they do (op column and codes, types, format).
+    """
+
+    frame: DataFrame
+    source: str
+    batch_id: int
+    rules: FeedConfig | RecordsConfig
+
+    @property
+    def name(self) -> str:
+        """The batch as errors name it."""
+        return f"{self.source}, batch {self.batch_id}"
+
+    @property
+    def files(self) -> list[FeedFile]:
+        """The one pseudo-file the batch's rows come from, for the parts of the path that name files."""
+        return [FeedFile(path=self.name, name=self.source, size=0, modified=0, name_number=None)]
+
+
+def raw_records(spark: SparkSession, batch: FrameBatch, *, key: Sequence[str] = ()) -> RawFeed:
+    """The batch's records as a feed's rows are read, with their provenance. ``key``: the table's
+    key columns (filled from a JSON message key with ``message_key = "json"``).
+
+    Raises:
+        ConfigError: the rules' format does not fit the DataFrame (JSON or Debezium records without a
+            ``value`` column, JSON records without a schema).
+        InputError: a column name lakemerge reserves.
+    """
+    frame = batch.frame
+    kafka = all(c in frame.columns for c in KAFKA_COLUMNS)
+    fmt = batch.rules.format
+    if fmt in ("json", "debezium") and "value" not in frame.columns:
+        raise ConfigError(f"{batch.name}: {fmt} records come in a string column 'value' (as Kafka's source gives them)")
+    placed = _placed(frame, batch, kafka=kafka)
+    if fmt == "json":
+        rows, columns = _json_rows(placed, batch, key=key)
+    elif fmt == "debezium":
+        from lakemerge.feeds.envelopes import debezium_rows
+
+        rows, columns = debezium_rows(spark, placed, batch.rules)
+    else:
+        columns = tuple(
+            c for c in frame.columns if not (kafka and c in (*KAFKA_COLUMNS, "key", "timestamp", "timestampType"))
+        )
+        rows = _plain_rows(placed, columns)
+    for name in columns:
+        if name.startswith(C.RESERVED_PREFIX):
+            raise InputError(
+                f"column '{name}' uses the prefix '{C.RESERVED_PREFIX}' reserved for lakemerge", path=batch.name
+            )
+    return RawFeed(frame=rows, columns=columns, header_lines=0)
+
+
+def _placed(frame: DataFrame, batch: FrameBatch, *, kafka: bool) -> DataFrame:
+    """``frame`` with where each record came from: ``_lm_file`` (0: one batch), ``_lm_block`` (its
+    partition), ``_lm_rowid`` (its offset, or its 1-based position in its DataFrame partition) and
+    ``_lm_place``, naming the place for errors and the quarantine up to the number of the row id
+    (``..., topic orders, partition 3, offset`` then ``1234``)."""
+    from pyspark.sql import functions as F
+
+    if kafka:
+        block = F.col("partition").cast("long")
+        row = F.col("offset").cast("long")
+        place = F.format_string(f"{batch.name}, topic %s, partition %d, offset", F.col("topic"), F.col("partition"))
+    else:
+        block = F.spark_partition_id().cast("long")
+        row = F.monotonically_increasing_id() - F.shiftleft(block, 33) + 1
+        place = F.format_string(f"{batch.name}, DataFrame partition %d, row", block)
+    return frame.select("*", F.lit(0).alias(C.FILE), block.alias(C.BLOCK), row.alias(C.ROW_ID), place.alias(C.PLACE))
+
+
+def _plain_rows(frame: DataFrame, columns: tuple[str, ...]) -> DataFrame:
+    """Rows given as the table's columns: nothing to parse (the raw record, for errors, is the row)."""
+    from pyspark.sql import functions as F
+
+    return frame.select(
+        *[col(c) for c in columns],
+        F.lit(None).cast("string").alias(C.RAW),
+        F.lit(None).cast("string").alias(C.MALFORMED),
+        C.FILE,
+        C.BLOCK,
+        C.ROW_ID,
+        C.PLACE,
+    )
+
+
+def _json_rows(frame: DataFrame, batch: FrameBatch, *, key: Sequence[str]) -> tuple[DataFrame, tuple[str, ...]]:
+    """JSON objects in ``value`` as rows of the rules' schema, every field read as text (so that a
+    value of the wrong type is a bad record, not a silent null); the schema's types are cast later."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    ddl = batch.rules.schema_ddl
+    if not ddl:
+        raise ConfigError(f"{batch.name}: json records need the rules' schema (their columns and types)")
+    typed = StructType.fromDDL(ddl)
+    assert isinstance(typed, StructType)
+    text = StructType([StructField(f.name, StringType()) for f in typed.fields])
+    value = F.col("value").cast("string")
+    parsed = F.from_json(value, text, {"mode": "PERMISSIVE"})
+    malformed: Column = F.when(value.isNull(), F.lit("record has no value")).when(
+        parsed.isNull() | ~F.trim(value).startswith("{"), F.lit("malformed JSON record")
+    )
+    names = tuple(f.name for f in typed.fields)
+    fields = {n: parsed.getField(n) for n in names}
+    if isinstance(batch.rules, RecordsConfig) and batch.rules.message_key == "json" and "key" in frame.columns:
+        keyed = [k for k in key if k in fields]
+        message = F.from_json(F.col("key").cast("string"), StructType([StructField(k, StringType()) for k in keyed]))
+        fields.update({k: F.coalesce(fields[k], message.getField(k)) for k in keyed})
+    rows = frame.select(
+        *[value.alias(n) for n, value in fields.items()],
+        value.alias(C.RAW),
+        malformed.alias(C.MALFORMED),
+        C.FILE,
+        C.BLOCK,
+        C.ROW_ID,
+        C.PLACE,
+    )
+    return rows, names

@@ -1,0 +1,216 @@
+"""Run a pipeline's streams: one Structured Streaming query per table with a ``stream`` section,
+each micro-batch applied by ``foreachBatch`` as one batch of the table.
+
+Exactly once across crashes: the query's checkpoint holds the offsets (or files) of each
+micro-batch before it runs, and a restarted query runs the micro-batch in progress again under
+the same id, which is the batch id lakemerge records with the commit: a micro-batch that committed
+before the crash commits nothing the second time (Kafka records), or finds its files applied
+(files).
+
+Stopping (``stop`` set, e.g. by SIGINT or SIGTERM) waits for the micro-batch in progress to
+commit, then stops every query; a micro-batch that would start after that is not applied (its
+query ends, and a restart applies it).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from lakemerge.config import PipelineConfig
+from lakemerge.errors import ConfigError, LakemergeError, first_line
+from lakemerge.results import BatchResult
+from lakemerge.streams.flows import Flow, group_flow, table_flow
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+
+class _Stopping(Exception):
+    """A micro-batch that starts once the streams are stopping: not applied (its query ends)."""
+
+
+@dataclass
+class _Gate:
+    """Lets a stop wait until no micro-batch is being applied, and keeps the first failure."""
+
+    stop: threading.Event
+    busy: int = 0
+    failure: BaseException | None = None
+    state: threading.Condition = field(default_factory=threading.Condition)
+
+    def enter(self) -> None:
+        with self.state:
+            if self.stop.is_set():
+                raise _Stopping()
+            self.busy += 1
+
+    def leave(self, failure: BaseException | None) -> None:
+        with self.state:
+            self.busy -= 1
+            if failure is not None and self.failure is None:
+                self.failure = failure
+            self.state.notify_all()
+
+    def idle(self) -> None:
+        with self.state:
+            while self.busy:
+                self.state.wait()
+
+
+def run_streams(
+    pipeline: PipelineConfig,
+    *,
+    spark: SparkSession,
+    tables: Sequence[str] | None = None,
+    available_now: bool = False,
+    stop: threading.Event | None = None,
+    on_result: Callable[[BatchResult], None] | None = None,
+) -> list[BatchResult]:
+    """Run the streams of the pipeline's tables (or of ``tables``) until each stops (``available_now``
+    or its trigger ``available_now``: once everything available is applied) or ``stop`` is set;
+    the batches committed, each also given to ``on_result``. A group with a ``stream`` section runs
+    one query for its tables (each micro-batch a transaction over them).
+
+    Raises:
+        ConfigError: no chosen table has a stream.
+        LakemergeError: a micro-batch failed (bad records over the threshold, a schema it cannot
+            write...): its error, naming the topic, partition and offset; every query is stopped,
+            and nothing of that micro-batch is committed (a restart applies it again).
+    """
+    flows = _flows(pipeline, tables)
+    gate = _Gate(stop or threading.Event())
+    results: list[BatchResult] = []
+
+    def starter(flow: Flow) -> Callable[[], StreamingQuery]:
+        return lambda: _start(spark, flow, gate, results, on_result, available_now=available_now)
+
+    running = [_Running(starter(f)) for f in flows]
+    try:
+        _wait(running, gate)
+    finally:
+        for run in running:
+            if run.query.isActive:
+                run.query.stop()
+    if gate.failure is not None and not isinstance(gate.failure, _Stopping):
+        raise gate.failure
+    return results
+
+
+def _flows(pipeline: PipelineConfig, tables: Sequence[str] | None) -> list[Flow]:
+    """The queries to run: one per streaming group among the chosen tables, one per other table
+    with a stream."""
+    chosen = [t for t in pipeline.tables_named(tables) if t.stream is not None]
+    if not chosen:
+        raise ConfigError("no table has a stream: add a [tables.NAME.stream] section", source=pipeline.source)
+    flows: list[Flow] = []
+    grouped: set[str] = set()
+    for table in chosen:
+        group = pipeline.group_of(table.name)
+        if group is not None and pipeline.groups[group].stream is not None:
+            if group not in grouped:
+                grouped.add(group)
+                flows.append(group_flow(pipeline, group))
+        else:
+            flows.append(table_flow(table))
+    return flows
+
+
+@dataclass
+class _Running:
+    """One query, started again where Spark's Kafka source fails for no reason of the data."""
+
+    start: Callable[[], StreamingQuery]
+    restarts: int = 0
+    query: StreamingQuery = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.query = self.start()
+
+    def restart(self) -> None:
+        self.restarts += 1
+        self.query = self.start()
+
+
+def _start(
+    spark: SparkSession,
+    flow: Flow,
+    gate: _Gate,
+    results: list[BatchResult],
+    on_result: Callable[[BatchResult], None] | None,
+    *,
+    available_now: bool,
+) -> StreamingQuery:
+    def apply_micro_batch(frame: DataFrame, epoch: int) -> None:
+        gate.enter()
+        failure: BaseException | None = None
+        try:
+            for result in flow.apply(frame, epoch):
+                results.append(result)
+                if on_result is not None:
+                    on_result(result)
+        except BaseException as exc:
+            failure = exc
+            raise
+        finally:
+            gate.leave(failure)
+
+    writer = flow.read(spark).writeStream.queryName(_query_name(flow.name)).foreachBatch(apply_micro_batch)
+    writer = writer.option("checkpointLocation", flow.checkpoint)
+    if available_now or flow.interval is None:
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=f"{int(flow.interval * 1000)} milliseconds")
+    return writer.start()
+
+
+def _wait(running: list[_Running], gate: _Gate) -> None:
+    """Until every query has ended, one failed, or the streams are asked to stop (then, once no
+    micro-batch is being applied, stop them)."""
+    while True:
+        if gate.stop.wait(0.5):
+            gate.idle()
+            for run in running:
+                run.query.stop()
+            return
+        for run in running:
+            error = None if run.query.isActive else run.query.exception()
+            if error is None:
+                continue
+            gate.idle()  # (the micro-batch that failed has left: its error, if it raised one, is known)
+            if gate.failure is None and _progress_glitch(run.query) and run.restarts < _RESTARTS:
+                run.restart()
+                continue
+            if gate.failure is None:
+                gate.failure = LakemergeError(f"stream {run.query.name} failed: {first_line(error)}")
+            return
+        if gate.failure is not None or not any(run.query.isActive for run in running):
+            return
+
+
+#: How often one query is started again after Spark's Kafka source failed its progress report.
+_RESTARTS = 3
+
+
+def _progress_glitch(query: StreamingQuery) -> bool:
+    """Whether the query ended because Spark 4.1.1's Kafka source failed to report the progress of
+    a micro-batch it ran again after a restart (a null pointer in ``KafkaMicroBatchStream.metrics``,
+    SPARK-55271): the micro-batch itself ran and committed, and a query started again continues."""
+    try:
+        cause = query._jsq.exception().get().getCause()
+        frames = [str(f.getClassName()) for f in cause.getStackTrace()[:2]] if cause is not None else []
+        return (
+            bool(frames)
+            and "NullPointerException" in str(cause.getClass().getName())
+            and any(f.endswith("KafkaMicroBatchStream$") or f.endswith("KafkaMicroBatchStream") for f in frames)
+        )
+    except Exception:  # (no JVM exception to inspect: not this failure)
+        return False
+
+
+def _query_name(name: str) -> str:
+    """A query name Spark takes (letters, digits, ``_``, ``-``, ``.``, ``:``)."""
+    return "".join(c if c.isalnum() or c in "_-.:" else "_" for c in name)

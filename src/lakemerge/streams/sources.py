@@ -1,0 +1,57 @@
+"""The streaming DataFrame a table's stream reads: Spark's Kafka source, or its feeds' landing zones.
+
+A landing zone is read as a stream of file names (Spark's ``binaryFile`` source, whose file
+contents are never read here): each micro-batch is the files that arrived, applied as a batch of
+files, so that they are read, ordered and recorded exactly as ``lakemerge run`` reads them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lakemerge.config import TableConfig
+from lakemerge.config.stream import StreamConfig
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+#: Spark's Kafka source, pinned to the newest Spark 4.1 release Maven Central serves whole.
+KAFKA_PACKAGE = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.1.1"
+
+#: The schema of Spark's ``binaryFile`` source (only ``path`` is read).
+_FILES = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY"
+
+
+def stream_frame(spark: SparkSession, table: TableConfig, stream: StreamConfig) -> DataFrame:
+    """The streaming DataFrame of ``table``'s ``stream``: Kafka's records (``key``, ``value``,
+    ``topic``, ``partition``, ``offset``, ...), or the paths of the files that arrive."""
+    if stream.source == "kafka":
+        return kafka_frame(spark, stream)
+    return _files(spark, table, stream)
+
+
+def kafka_frame(spark: SparkSession, stream: StreamConfig) -> DataFrame:
+    """Spark's Kafka source subscribed as ``stream`` says."""
+    reader = spark.readStream.format("kafka").option("kafka.bootstrap.servers", stream.bootstrap_servers)
+    if stream.topics:
+        reader = reader.option("subscribe", ",".join(stream.topics))
+    else:
+        reader = reader.option("subscribePattern", stream.topic_pattern)
+    reader = reader.option("startingOffsets", stream.starting_offsets)
+    if stream.max_records_per_batch is not None:
+        reader = reader.option("maxOffsetsPerTrigger", stream.max_records_per_batch)
+    return reader.options(**stream.options).load()
+
+
+def _files(spark: SparkSession, table: TableConfig, stream: StreamConfig) -> DataFrame:
+    assert table.feed is not None  # (checked when the table is configured)
+    parts = []
+    for location in table.feed.location:
+        reader = spark.readStream.format("binaryFile").schema(_FILES).option("recursiveFileLookup", "true")
+        if stream.max_records_per_batch is not None:
+            reader = reader.option("maxFilesPerTrigger", stream.max_records_per_batch)
+        parts.append(reader.options(**stream.options).load(location).select("path"))
+    frame = parts[0]
+    for part in parts[1:]:
+        frame = frame.union(part)
+    return frame

@@ -1,0 +1,88 @@
+"""``lakemerge stream`` killed with SIGKILL at random moments while messages keep arriving, then
+started again: every message applied, none twice (each micro-batch's source batch id committed
+once), the table equal to the oracle's. Each process is its own JVM, as a scheduler starts it."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import lakemerge
+from tests.helpers import read_table
+from tests.oracle import Oracle
+from bench.kafka import produce
+
+pytestmark = pytest.mark.kafka
+
+KEYS = 25
+
+
+def _command(pipeline: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "lakemerge.cli.app", "stream", str(pipeline), *extra]
+
+
+def _env(root: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK")}
+    env["LAKEMERGE_SPARK_LOG"] = str(root / "spark.log")
+    return env
+
+
+def _messages(rng: random.Random, sequence: list[int], count: int) -> list[tuple[int, str, str]]:
+    """``count`` changes of random keys, each key's in its own partition, with rising sequences."""
+    found = []
+    for _ in range(count):
+        key = rng.randrange(KEYS)
+        sequence[0] += 1
+        op = rng.choice(["I", "U", "U", "D"])
+        value = json.dumps({"id": key, "seq": sequence[0], "op": op, "v": f"v{sequence[0]}"})
+        found.append((key % 3, str(key), value))
+    return found
+
+
+def test_a_stream_killed_at_random_moments_loses_nothing_and_applies_nothing_twice(
+    spark: Any, tmp_path: Path, kafka: str
+) -> None:
+    rng = random.Random(int(os.environ.get("LAKEMERGE_FAULT_SEED", "7")))
+    topic = "shop.crashes"
+    pipeline = tmp_path / "p.toml"
+    pipeline.write_text(
+        '[tables.orders]\npath = "lake/orders"\nkey = "id"\nsequence = "seq"\n'
+        f'[tables.orders.stream]\nbootstrap_servers = "{kafka}"\ntopics = ["{topic}"]\nformat = "json"\n'
+        'schema = "id INT, seq BIGINT, op STRING, v STRING"\nop_column = "op"\nupsert_codes = ["I", "U"]\n'
+        'checkpoint = "checkpoint"\ntrigger = "300 ms"\nmax_records_per_batch = 40\n'
+    )
+    sent: list[tuple[int, str, str]] = []
+    sequence = [0]
+    for _ in range(int(os.environ.get("LAKEMERGE_KAFKA_KILLS", "4"))):
+        process = subprocess.Popen(_command(pipeline, "--json"), env=_env(tmp_path), cwd=tmp_path)
+        deadline = time.monotonic() + rng.uniform(8.0, 25.0)
+        while time.monotonic() < deadline and process.poll() is None:
+            batch = _messages(rng, sequence, rng.randrange(20, 80))
+            produce(spark, kafka, topic, batch)
+            sent.extend(batch)
+            time.sleep(rng.uniform(0.2, 2.0))
+        if process.poll() is None:
+            process.send_signal(signal.SIGKILL)
+        process.wait(timeout=60)
+    done = subprocess.run(
+        _command(pipeline, "--available-now", "--json"), env=_env(tmp_path), cwd=tmp_path, timeout=600
+    )
+    assert done.returncode == 0
+
+    oracle = Oracle(key=("id",), seq="seq", op="op")
+    oracle.apply([[json.loads(value) for _, _, value in sent]])
+    expected = [{c: r[c] for c in ("id", "seq", "v")} for r in oracle.rows()]
+    assert read_table(tmp_path / "lake" / "orders", ["id", "seq", "v"]) == expected
+    commits = [c for c in lakemerge.history(str(tmp_path / "lake" / "orders"), spark=spark) if c.source]
+    batches = [c.source_batch for c in commits]
+    assert len(batches) == len(set(batches)), "no micro-batch committed twice"
+    assert sum(c.metrics["rows_read"] for c in commits) == len(sent), "every message read once"
