@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 from lakemerge import columns as C
 from lakemerge.columns import col
 from lakemerge.config.feed import FeedConfig
-from lakemerge.config.table import FILE_SEQUENCE_COLUMN, TableConfig
+from lakemerge.config.table import FILE_SEQUENCE_COLUMN, LOAD_PHASE_COLUMN, TableConfig
 from lakemerge.errors import ConfigError, InputError
+from lakemerge.feeds.dms import is_full_load
 from lakemerge.feeds.files import FeedFile
 from lakemerge.feeds.readers import RawFeed
 
@@ -63,6 +64,7 @@ def normalize(
     from pyspark.sql import functions as F
 
     feed = feed or table.feed
+    raw = raw.completed((*table.key, *table.sequence, *table.partition_by))
     _check_columns_exist(table, feed, raw, files)
     frame = raw.frame
     errors: list[tuple[Column, Column]] = [(F.col(C.MALFORMED).isNotNull(), F.col(C.MALFORMED))]
@@ -99,14 +101,27 @@ def normalize(
 
     data_columns = [c for c in raw.columns if c != feed.op_column and _kept(table, feed, c)]
     selected = [casts.get(c, col(c)).alias(c) for c in data_columns]
+    # A DMS full load precedes every change of its table (docs/semantics.md §10 Operation codes).
+    loads = [i + offset for i, f in enumerate(files) if is_full_load(feed, f)]
     if not table.sequence:
         order = feed.file_order
         per_file = [
-            f.name_number if order == "name_number" else f.modified if order == "mtime" else batch_number for f in files
+            0
+            if i + offset in loads
+            else f.name_number
+            if order == "name_number"
+            else f.modified
+            if order == "mtime"
+            else batch_number
+            for i, f in enumerate(files)
         ]
         numbers = F.create_map(*[x for i, n in enumerate(per_file) for x in (F.lit(i + offset), F.lit(n))])
         selected.append(numbers[F.col(C.FILE)].cast("long").alias(FILE_SEQUENCE_COLUMN))
         data_columns.append(FILE_SEQUENCE_COLUMN)
+    elif table.load_phase:
+        phase = F.when(F.col(C.FILE).isin(loads), F.lit(0)).otherwise(F.lit(1)) if loads else F.lit(1)
+        selected.append(phase.cast("int").alias(LOAD_PHASE_COLUMN))
+        data_columns.append(LOAD_PHASE_COLUMN)
     # The raw record of a bad row, for messages and the quarantine: as read when the reader kept
     # it, else the fields joined by the delimiter (delimited formats) or the row as JSON.
     originals = [col(c) for c in raw.columns]
@@ -161,7 +176,7 @@ def _operation(feed: FeedConfig, files: Sequence[FeedFile], offset: int) -> tupl
 def _kept(table: TableConfig, feed: FeedConfig, column: str) -> bool:
     if column in (*table.key, *table.sequence, *table.partition_by):
         return True
-    if feed.format == "debezium" and column.startswith("__"):
+    if feed.format == "debezium" and column.startswith("__") and column not in feed.keep_columns:
         return False  # event metadata is stored only when it orders changes (the sequence)
     if feed.keep_columns and column not in feed.keep_columns:
         return False
