@@ -166,6 +166,10 @@ def plan_batch(
         read = read_batch(
             spark, table, selection, number=number, batch_id=batch_id, cached=planner.cached, counted=counted
         )
+        if not selection.exists and not read.changes.row_data:
+            # A new table takes its columns from its first batch's rows: files of events that change no
+            # row (Debezium's tombstones, heartbeats) wait for the first batch that holds one.
+            return NothingPending(selection.skipped)
         return planner.plan(read)
 
 

@@ -38,11 +38,13 @@ class ChangeSet:
         data_columns: the columns destined for the table, in feed order (key, sequence and
             partition columns included; ``_lm_sequence`` included when derived from file names).
         header_lines: lines before the first record of each file.
+        row_data: whether any record holds a row (see :class:`lakemerge.feeds.readers.RawFeed`).
     """
 
     frame: DataFrame
     data_columns: tuple[str, ...]
     header_lines: int
+    row_data: bool = True
 
 
 def normalize(
@@ -140,7 +142,9 @@ def normalize(
         record.alias(C.RAW),
         F.lit(raw.header_lines).alias(C.HEADER),
     )
-    return ChangeSet(frame=frame, data_columns=tuple(data_columns), header_lines=raw.header_lines)
+    return ChangeSet(
+        frame=frame, data_columns=tuple(data_columns), header_lines=raw.header_lines, row_data=raw.row_data
+    )
 
 
 def _operation(feed: FeedConfig, files: Sequence[FeedFile], offset: int) -> tuple[Column, list[tuple[Column, Column]]]:

@@ -25,9 +25,9 @@ DEBEZIUM_NON_CHANGES = ("tombstone", "heartbeat", "schema_change", "transaction"
 class DebeziumSettings(Model):
     """How the Debezium connector that wrote a ``format = "debezium"`` feed encodes values: its
     settings of the same names (``decimal.handling.mode``, ``time.precision.mode``,
-    ``binary.handling.mode``). They matter only for events without their schema (the JSON converter
+    ``binary.handling.mode``). They matter for events without their schema (the JSON converter
     with ``schemas.enable=false``), read by the feed's declared ``types``; an event's own schema
-    always says how its values are encoded.
+    says how its values are encoded, except the text of bytes in a column declared ``binary``.
 
     Attributes:
         decimal_handling_mode: ``precise`` (the default: a column declared ``decimal(p,s)`` holds

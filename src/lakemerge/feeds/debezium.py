@@ -127,11 +127,15 @@ def _parts(parsing: StructType) -> dict[str, tuple[Column, DataType]]:
             continue
         sources = [(col(name, f"{_EVENT}.payload"), inner[name])] if name in inner else []
         sources += [(col(name, _EVENT), top[name])] if name in top else []
-        kinds = [k for _, k in sources]
-        if len(sources) == 1 or (isinstance(kinds[0], StructType) and kinds[0] != kinds[1]):
-            parts[name] = sources[0] if len(sources) == 1 else (_merged_struct(sources), _union_type(kinds))
+        structs = [s for s in sources if isinstance(s[1], StructType)]
+        if structs and len(structs) < len(sources):
+            sources = structs  # (the other was null in every event: Spark reads it as a string)
+        if len(sources) == 1:
+            parts[name] = sources[0]
+        elif structs and sources[0][1] != sources[1][1]:
+            parts[name] = (_merged_struct(sources), _union_type([k for _, k in sources]))
         else:
-            parts[name] = (F.coalesce(*[c for c, _ in sources]), kinds[0])
+            parts[name] = (F.coalesce(*[c for c, _ in sources]), sources[0][1])
     return parts
 
 

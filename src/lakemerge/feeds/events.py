@@ -63,7 +63,9 @@ def envelope_rows(
         return {f.name: f.dataType for f in kind.fields} if isinstance(kind, StructType) else {}
 
     after, before = fields_of("after"), fields_of("before")
-    names = list(dict.fromkeys([*after, *before]))
+    # In the table's order where the events' schema gives it (Spark's JSON inference sorts names).
+    order = {name: i for i, name in enumerate(logical)}
+    names = sorted(dict.fromkeys([*after, *before]), key=lambda n: order.get(n, len(order)))
     op = part("op")
     code = _op_code(parts, envelope.tombstone)
     deleted = op == "d" if op is not None else F.lit(False)

@@ -49,6 +49,8 @@ _TIME_DIGITS = {f"{_TIME}Time": 3, f"{_TIME}MicroTime": 6, f"{_TIME}NanoTime": 9
 _DATES = (f"{_TIME}Date", f"{_CONNECT}Date")
 _ISO_TIMESTAMPS = (f"{_TIME}ZonedTimestamp", f"{_TIME}IsoTimestamp")
 _BYTES = ("io.debezium.data.Bits",)
+#: Bytes written as text by ``binary.handling.mode`` (``base64``, ``base64-url-safe``, ``hex``).
+_TEXT_BYTES = "text-bytes"
 
 
 @dataclass(frozen=True)
@@ -71,16 +73,20 @@ def resolve(
     """
     from pyspark.sql.types import BinaryType, IntegralType, StringType, StructType
 
-    if logical is not None and logical.name is not None:
-        return logical
     kind = (declared or "").strip().lower()
-    if logical is not None and logical.type == "bytes" and isinstance(raw, StringType):
-        return Logical("bytes", "bytes")
-    if kind.startswith("decimal") and settings.decimal_handling_mode == "precise":
-        if isinstance(raw, StructType) and {"scale", "value"} <= set(raw.names):
-            return Logical(VARIABLE_DECIMAL, "struct")
-        if isinstance(raw, (StringType, BinaryType)):
-            return Logical(DECIMAL, "bytes", {"scale": _declared_scale(kind)})
+    if logical is not None:  # the event's schema says how the value is written
+        if logical.name is None and isinstance(raw, StringType):
+            if logical.type == "bytes":  # bytes go as base64 text in JSON
+                return Logical("bytes", "bytes")
+            if logical.type == "string" and kind == "binary":  # binary.handling.mode's text
+                return Logical(_TEXT_BYTES, "string")
+        return logical
+    precise = settings.decimal_handling_mode == "precise"
+    pair = isinstance(raw, StructType) and set(raw.names) == {"scale", "value"}
+    if precise and pair and (kind.startswith("decimal") or kind == "string"):
+        return Logical(VARIABLE_DECIMAL, "struct")
+    if precise and kind.startswith("decimal") and isinstance(raw, (StringType, BinaryType)):
+        return Logical(DECIMAL, "bytes", {"scale": _declared_scale(kind)})
     if kind == "date" and isinstance(raw, IntegralType):
         return Logical(f"{_TIME}Date", "int32")
     if kind == "date" and isinstance(raw, StringType):
@@ -90,7 +96,7 @@ def resolve(
     if kind in ("timestamp", "timestamp_ntz", "timestamp_ltz") and isinstance(raw, IntegralType):
         return Logical(_epoch_type(name, settings), "int64")
     if kind == "binary" and isinstance(raw, StringType):
-        return Logical("bytes", "bytes")
+        return Logical(_TEXT_BYTES, "string")
     return logical
 
 
@@ -131,10 +137,22 @@ def decode(
     """``value`` (read as ``raw``) decoded by its semantic type ``logical`` (see the module
     docstring); ``scale`` is a decimal's scale for each row where events disagree on it."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import BinaryType, DateType, DecimalType, StringType, TimestampType
+    from pyspark.sql.types import (
+        ArrayType,
+        BinaryType,
+        DateType,
+        DecimalType,
+        MapType,
+        StringType,
+        StructType,
+        TimestampType,
+    )
 
     kind = logical.name if logical is not None else None
     ntz = (declared or "").strip().lower() == "timestamp_ntz"
+    nested = isinstance(raw, (ArrayType, MapType, StructType))
+    if (declared or "").strip().lower() == "string" and nested and kind != VARIABLE_DECIMAL:
+        return Decoded(F.to_json(value), None)  # (nested values as JSON text, not Spark's rendering)
     if kind is None or isinstance(raw, (DecimalType, DateType, TimestampType)):
         return Decoded(value, None)
     if kind == DECIMAL and isinstance(raw, (StringType, BinaryType)):
@@ -166,6 +184,8 @@ def decode(
     if kind in (f"{_TIME}StructuredDate", f"{_TIME}StructuredTimestamp", f"{_TIME}StructuredZonedTimestamp"):
         return _checked(name, value, raw, _structured(value, raw, kind, ntz=ntz), logical)
     if (kind == "bytes" or kind in _BYTES) and isinstance(raw, StringType):
+        return _checked(name, value, raw, binary(value, settings, schema_bytes=True), logical)
+    if kind == _TEXT_BYTES and isinstance(raw, StringType):
         return _checked(name, value, raw, binary(value, settings), logical)
     return Decoded(value, None)
 
@@ -199,12 +219,12 @@ def _bytes(value: Column, raw: DataType) -> Column:
     return value if isinstance(raw, BinaryType) else F.try_to_binary(value.cast("string"), F.lit("base64"))
 
 
-def binary(value: Column, settings: DebeziumSettings) -> Column:
+def binary(value: Column, settings: DebeziumSettings, *, schema_bytes: bool = False) -> Column:
     """Bytes from text, as ``binary.handling.mode`` writes them (``bytes`` go as base64 in JSON)."""
     from pyspark.sql import functions as F
 
     text = value.cast("string")
-    mode = settings.binary_handling_mode
+    mode = "bytes" if schema_bytes else settings.binary_handling_mode
     if mode == "hex":
         return F.try_to_binary(text, F.lit("hex"))
     if mode == "base64-url-safe":
@@ -226,7 +246,7 @@ def decimal_text(data: Column, scale: Column) -> Column:
     size = F.length(magnitude)
     high = F.when(size > 16, F.conv(F.substring(magnitude, F.lit(1), size - 16), 16, 10)).otherwise(F.lit("0"))
     low = F.conv(F.substring(magnitude, F.greatest(size - 15, F.lit(1)), F.lit(16)), 16, 10)
-    two64 = F.lit(2**64).cast("decimal(38,0)")
+    two64 = F.lit(str(2**64)).cast("decimal(38,0)")
     unsigned = F.try_add(F.try_multiply(high.cast("decimal(38,0)"), two64), low.cast("decimal(38,0)"))
     whole = F.when(negative, F.try_add(unsigned, F.lit(1).cast("decimal(38,0)"))).otherwise(unsigned)
     text = whole.cast("string")
