@@ -371,3 +371,21 @@ def test_decimal_bytes_of_every_size_and_sign(spark: Any) -> None:
     got = [r[0] for r in frame.select(text).collect()]
     assert got == [format(D(n).scaleb(-s), "f") for n, s in cases]
     assert frame.select(decimal_text(F.unbase64(F.lit(b64((2**130).to_bytes(17, "big")))), F.lit(0))).first()[0] is None
+
+
+def test_pretty_printed_events_with_multiline(spark: Any, tmp_path: Path) -> None:
+    """``multiline = true``: each file one event as the documentation prints it, or a JSON array."""
+    import json
+
+    table = Table("accounts", {"id": "int", "name": "text"})
+    events = [json.loads(table.event("c", None, {"id": i, "name": f"n{i}"}, 10 + i)) for i in (1, 2)]
+    write_lines(tmp_path / "in" / "a.json", [json.dumps([*events, None], indent=2)])
+    write_lines(tmp_path / "in" / "b.json", [json.dumps(json.loads(table.truncate(20)), indent=4)])
+    write_lines(
+        tmp_path / "in" / "c.json",
+        [json.dumps(json.loads(table.event("c", None, {"id": 3, "name": "c"}, 30)), indent=2)],
+    )
+    t = config(tmp_path, multiline=True, truncate_codes=["t"])
+    r = lakemerge.apply_table(t, spark=spark)
+    assert (r.metrics.rows_read, r.metrics.ignored, r.metrics.truncates, r.metrics.superseded) == (5, 1, 1, 2)
+    assert read_table(t.path) == [{"id": 3, "name": "c", "__source_lsn": 30}]

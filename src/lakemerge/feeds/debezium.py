@@ -173,7 +173,7 @@ def read_debezium(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -
     if feed.container != "json":
         return containers.read_container(spark, feed, paths)
     if feed.multiline:
-        whole = spark.read.option("wholetext", True).text(list(paths)).select("value", "_metadata")
+        whole = spark.read.text(list(paths), wholetext=True).select("value", "_metadata")
         text = F.trim(F.col("value"))
         array = F.coalesce(F.from_json(text, "array<string>"), F.array(text))  # (a malformed array: a bad event)
         items = F.when(text.startswith("["), array).otherwise(F.array(text))
