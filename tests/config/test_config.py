@@ -259,3 +259,16 @@ def test_change_feed_settings_errors_name_the_key(tmp_path: Path, edit: tuple[st
         lakemerge.load_pipeline(path)
     message = str(info.value)
     assert f"key '{key}'" in message and words in message, message
+
+
+def test_the_readme_change_feed_examples_validate(tmp_path: Path) -> None:
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    blocks = re.findall(r"```toml\n(.*?)```", readme, flags=re.S)
+    debezium = next(b for b in blocks if "[tables.accounts.feed.debezium]" in b)
+    dms = next(b for b in blocks if "[tables.customers.feed.dms]" in b)
+    text = "\n".join(line.removeprefix("  ") for line in (debezium + dms).splitlines())
+    pipeline = lakemerge.load_pipeline(write(tmp_path, text))
+    assert pipeline.table("accounts").feed.debezium.fractional_digits == {"updated_at": 6}
+    assert pipeline.table("customers").sequence_columns == ("_lm_phase", "dms_ts")
