@@ -366,10 +366,13 @@ def test_decimal_bytes_of_every_size_and_sign(spark: Any) -> None:
     ]
     numbers += [10**38 - 1, -(10**38 - 1), 2**100 + 12345, -(2**100) - 12345]
     cases = [(n, s) for n in numbers for s in (0, 2, 9)]
-    frame = spark.createDataFrame([(b64(unscaled_bytes(D(n).scaleb(-s), s)), s) for n, s in cases], "b string, s int")
+    wide = decimal.Context(prec=100)
+    frame = spark.createDataFrame(
+        [(b64(unscaled_bytes(D(n).scaleb(-s, wide), s)), s) for n, s in cases], "b string, s int"
+    )
     text = decimal_text(F.unbase64("b"), F.col("s"))
     got = [r[0] for r in frame.select(text).collect()]
-    assert got == [format(D(n).scaleb(-s), "f") for n, s in cases]
+    assert got == [format(D(n).scaleb(-s, wide), "f") for n, s in cases]
     assert frame.select(decimal_text(F.unbase64(F.lit(b64((2**130).to_bytes(17, "big")))), F.lit(0))).first()[0] is None
 
 
@@ -389,3 +392,36 @@ def test_pretty_printed_events_with_multiline(spark: Any, tmp_path: Path) -> Non
     r = lakemerge.apply_table(t, spark=spark)
     assert (r.metrics.rows_read, r.metrics.ignored, r.metrics.truncates, r.metrics.superseded) == (5, 1, 1, 2)
     assert read_table(t.path) == [{"id": 3, "name": "c", "__source_lsn": 30}]
+
+
+def test_local_timestamps_isostring_and_structured_values(spark: Any) -> None:
+    """A column declared ``timestamp_ntz`` keeps the wall time, whatever the session's zone;
+    ``isostring`` values and ``structured`` ones (calendar and clock fields) decode too."""
+    import json
+
+    from lakemerge.feeds.debezium import debezium_rows
+
+    parts = ("year", "month", "day", "hour", "minute", "second", "nanos")
+    structured = {"type": "struct", "name": "io.debezium.time.StructuredTimestamp", "optional": True, "field": "s",
+                  "fields": [{"type": "int32", "field": f} for f in parts]}  # fmt: skip
+    fields = [{"type": "int32", "field": "id"},
+              {"type": "int64", "name": "io.debezium.time.MicroTimestamp", "field": "m"},
+              {"type": "string", "name": "io.debezium.time.IsoDate", "field": "d"},
+              {"type": "string", "name": "io.debezium.time.IsoTimestamp", "field": "i"}, structured]  # fmt: skip
+    row = {"type": "struct", "fields": fields, "optional": True}
+    schema = {"type": "struct", "fields": [{**row, "field": "before"}, {**row, "field": "after"},
+                                           {"type": "string", "field": "op"}]}  # fmt: skip
+    clock = {"year": 2024, "month": 3, "day": 1, "hour": 11, "minute": 1, "second": 1, "nanos": 2_000}
+    after = {"id": 1, "m": 1_709_290_861_000_001, "d": "2024-03-01Z", "i": "2024-03-01T11:01:01.5Z", "s": clock}
+    event = json.dumps({"schema": schema, "payload": {"before": None, "after": after, "op": "c"}})
+    feed = lakemerge.FeedConfig(location=("unused",), format="debezium", types={"m": "timestamp_ntz"})
+    previous = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        (got,) = debezium_rows(spark, spark.createDataFrame([(event,)], "value string"), feed).frame.collect()
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", previous)
+    assert got["m"] == dt.datetime(2024, 3, 1, 11, 1, 1, 1)
+    assert got["d"] == dt.date(2024, 3, 1)
+    assert got["i"].astimezone(UTC) == dt.datetime(2024, 3, 1, 11, 1, 1, 500000, tzinfo=UTC)
+    assert got["s"].astimezone(UTC) == dt.datetime(2024, 3, 1, 11, 1, 1, 2, tzinfo=UTC)

@@ -293,6 +293,7 @@ def time_text(value: Column, digits: int) -> Column:
 
 
 def _structured(value: Column, raw: DataType, kind: str, *, ntz: bool) -> Column:
+    """A date or timestamp from its calendar and clock fields (read as UTC, as epoch values are)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
 
@@ -301,10 +302,19 @@ def _structured(value: Column, raw: DataType, kind: str, *, ntz: bool) -> Column
     def part(field: str) -> Column:
         return value.getField(field).cast("int") if field in names else F.lit(0)
 
+    clock = (part("hour"), part("minute"))
     if kind.endswith("StructuredDate"):
-        return F.try_make_timestamp(part("year"), part("month"), part("day"), F.lit(0), F.lit(0), F.lit(0)).cast("date")
-    seconds = part("second").cast("decimal(16,6)") + (part("nanos") / F.lit(1_000_000_000)).cast("decimal(16,6)")
-    stamp = F.try_make_timestamp(part("year"), part("month"), part("day"), part("hour"), part("minute"), seconds)
+        clock, seconds = (F.lit(0), F.lit(0)), F.lit(0).cast("decimal(16,6)")
+    else:
+        fraction = (part("nanos") / F.lit(1_000_000_000)).cast("decimal(16,6)")
+        seconds = part("second").cast("decimal(16,6)") + fraction
+    day = (part("year"), part("month"), part("day"))
+    if ntz or kind.endswith("StructuredDate"):
+        stamp = F.try_make_timestamp_ntz(*day, *clock, seconds)
+    else:
+        stamp = F.try_make_timestamp(*day, *clock, seconds, timezone=F.lit("UTC"))
+    if kind.endswith("StructuredDate"):
+        return stamp.cast("date")
     if kind.endswith("StructuredZonedTimestamp"):
-        stamp = stamp - F.make_interval(secs=part("offsetSeconds"))
-    return stamp.cast("timestamp_ntz") if ntz else stamp
+        return stamp - F.make_interval(secs=part("offsetSeconds"))
+    return stamp
