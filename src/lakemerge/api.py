@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lakemerge.config import PipelineConfig, SparkSettings, TableConfig
-from lakemerge.config.pipeline_file import load_pipeline
-from lakemerge.config.properties_file import load_properties
+from lakemerge.config.pipeline_file import load_pipeline as load_pipeline
+from lakemerge.config.properties_file import load_properties as load_properties
 from lakemerge.config.records import RecordsConfig
-from lakemerge.errors import ConfigError, TableError
+from lakemerge.errors import ConfigError
 from lakemerge.results import (
     BatchResult,
     ChangedRecord,
@@ -39,33 +39,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from lakemerge.batch.transactions import Transaction
-
-__all__ = [
-    "apply",
-    "apply_changes",
-    "apply_table",
-    "changed_records",
-    "compact",
-    "demo",
-    "history",
-    "load_pipeline",
-    "load_properties",
-    "quarantine",
-    "read_current",
-    "register",
-    "report",
-    "rollback",
-    "run",
-    "show",
-    "snapshot",
-    "snapshots",
-    "spark_conf",
-    "spark_session",
-    "stream",
-    "stream_settings",
-    "transaction",
-    "vacuum",
-]
 
 Pipeline = PipelineConfig | str | os.PathLike[str]
 
@@ -230,13 +203,9 @@ def run(
 def stream_settings(pipeline: Pipeline) -> SparkSettings:
     """The pipeline's Spark settings, with Spark's Kafka source among the packages when a table
     streams from Kafka."""
-    from lakemerge.streams.sources import KAFKA_PACKAGE
+    from lakemerge.streams.sources import with_kafka
 
-    config = _pipeline(pipeline)
-    kafka = any(t.stream is not None and t.stream.source == "kafka" for t in config.tables.values())
-    if not kafka or KAFKA_PACKAGE in config.spark.packages:
-        return config.spark
-    return config.spark.model_copy(update={"packages": (*config.spark.packages, KAFKA_PACKAGE)})
+    return with_kafka(_pipeline(pipeline))
 
 
 def stream(
@@ -415,16 +384,9 @@ def read_current(spark: SparkSession, table: TableConfig) -> DataFrame:
     """The table's current rows as a DataFrame: for SCD2 tables the rows with ``__current``, without
     the history columns; for ``log`` tables the merged view over table and change log; for other
     tables the table itself."""
-    from lakemerge.table.logview import read_merged
-    from lakemerge.write.scd2 import current
+    from lakemerge.operations import inspect
 
-    if table.log_mode:
-        merged = read_merged(spark, table)
-        if merged is None:
-            raise TableError(f"table '{table.name}' has neither a Delta table nor a change log at {table.path}")
-        return merged
-    frame = spark.read.format("delta").load(table.path)
-    return current(frame) if table.scd2 else frame
+    return inspect.read_current(spark, table)
 
 
 def _pipeline(pipeline: Pipeline) -> PipelineConfig:

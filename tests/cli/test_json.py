@@ -64,6 +64,7 @@ def pipeline(tmp_path: Path) -> Path:
         f'[tables.json_t.feed]\nlocation = "landing"\nheader = true\nschema = "{SCHEMA}"\nop_column = "op"\n'
         '[tables.json_u]\npath = "lake/u"\nkey = "id"\nsequence = "seq"\n'
         f'[tables.json_u.feed]\nlocation = "landing_u"\nheader = true\nschema = "{SCHEMA}"\nop_column = "op"\n'
+        '[tables.json_u.stream]\nsource = "files"\ncheckpoint = "checkpoints/u"\n'
         '[groups.g]\ntables = ["json_u"]\nstate = "lake/_groups/g"\n'
     )
     write_lines(tmp_path / "landing_u" / "u1.csv", ["id,seq,op,v", "1,1,I,a"])
@@ -84,6 +85,8 @@ def test_every_command_prints_its_result_types_document(spark: object, tmp_path:
     write_lines(tmp_path / "landing" / "f2.csv", ["id,seq,op,v", "1,2,U,a2"])
     documents["run"] = (invoke("run", str(pipeline)), results.Batches)
     documents["snapshot"] = (invoke("snapshot", str(pipeline)), results.GroupPoints)
+    write_lines(tmp_path / "landing_u" / "u2.csv", ["id,seq,op,v", "2,1,I,b"])
+    documents["stream"] = (invoke("stream", str(pipeline), "-t", "json_u"), results.Batches)
     documents["history"] = (invoke("history", table), results.History)
     documents["show"] = (invoke("show", table), results.TableSummary)
     documents["quarantine"] = (invoke("quarantine", table), results.Quarantine)
@@ -108,6 +111,7 @@ def test_every_command_prints_its_result_types_document(spark: object, tmp_path:
     assert documents["apply"][0]["batches"][0]["metrics"]["rows_bad"] == 1
     assert len(documents["quarantine"][0]["rows"]) == 1
     assert documents["snapshot"][0]["groups"]["g"]["versions"] == {"json_u": 0}
+    assert [len(b["files"]) for b in documents["stream"][0]["batches"]] == [1], "u1.csv was applied by run"
     assert [b["table"] for b in documents["run"][0]["batches"]] == ["json_u", "json_t"]
 
 

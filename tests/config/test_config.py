@@ -184,3 +184,91 @@ def test_named_columns_reject_ordinals_beyond_them() -> None:
 def test_missing_properties_file(tmp_path: Path) -> None:
     with pytest.raises(lakemerge.ConfigError, match="does not exist"):
         lakemerge.load_properties(tmp_path / "x.properties", table_path="/t", inputs=["/in"])
+
+
+CDC = """
+[tables.accounts]
+path = "lake/accounts"
+key = "id"
+sequence = "__source_lsn"
+
+[tables.accounts.feed]
+location = "landing/accounts"
+format = "debezium"
+container = "avro"
+ignore_codes = ["skip"]
+types = { balance = "decimal(10,2)" }
+
+[tables.accounts.feed.debezium]
+decimal_handling_mode = "precise"
+time_precision_mode = "adaptive_time_microseconds"
+binary_handling_mode = "hex"
+fractional_digits = { updated_at = 3 }
+
+[tables.orders]
+path = "lake/orders"
+key = "id"
+sequence = "updated_at"
+
+[tables.orders.feed]
+location = "landing/orders"
+envelope = "dms"
+schema = "id INT, updated_at TIMESTAMP"
+
+[tables.orders.feed.dms]
+include_op_for_full_load = true
+cdc_inserts_only = true
+timestamp_column_name = "dms_ts"
+"""
+
+
+def test_change_feed_settings(tmp_path: Path) -> None:
+    pipeline = lakemerge.load_pipeline(write(tmp_path, CDC))
+    feed = pipeline.table("accounts").feed
+    assert (feed.container, feed.debezium.time_precision_mode, feed.debezium.fractional_digits) == (
+        "avro",
+        "adaptive_time_microseconds",
+        {"updated_at": 3},
+    )
+    # The events that change no row are always ignored, beside the codes the feed lists.
+    assert {"skip", "tombstone", "heartbeat", "schema_change", "transaction", "m"} <= set(feed.ignore_codes)
+    dms = pipeline.table("orders")
+    assert (dms.feed.dms.load_op, dms.feed.dms.changes_op) == (True, True)
+    assert dms.sequence_columns == ("_lm_phase", "updated_at")
+    assert dms.feed.dms.model_copy(update={"include_op_for_full_load": False}).changes_op is False
+
+
+@pytest.mark.parametrize(
+    ("edit", "key", "words"),
+    [
+        (('container = "avro"', 'container = "orc"'), "tables.accounts.feed.container", "'json', 'avro' or 'parquet'"),
+        (('"adaptive_time_microseconds"', '"micro"'), "tables.accounts.feed.debezium.time_precision_mode", "'connect'"),
+        (('"precise"', '"exact"'), "tables.accounts.feed.debezium.decimal_handling_mode", "'double'"),
+        (("updated_at = 3", "updated_at = 12"), "tables.accounts.feed.debezium.fractional_digits", "0 to 9"),
+        (('binary_handling_mode = "hex"', "binary = 1"), "tables.accounts.feed.debezium.binary", "unknown key"),
+        (("cdc_inserts_only = true", "cdc_inserts_only = true\ncdc_inserts_and_updates = true"),
+         "tables.orders.feed.dms", "not both"),
+        (("cdc_inserts_only = true", "preserve_transactions = true"), "tables.orders.feed.dms", "CDC_TXN"),
+        (('envelope = "dms"', 'envelope = "dms"\ncontainer = "avro"'), "tables.orders.feed", 'format = "debezium"'),
+        (('sequence = "updated_at"', 'sequence = "updated_at"\nhistory = "scd2"'), "tables.orders", "sequence = []"),
+    ],
+)  # fmt: skip
+def test_change_feed_settings_errors_name_the_key(tmp_path: Path, edit: tuple[str, str], key: str, words: str) -> None:
+    path = write(tmp_path, CDC.replace(*edit))
+    with pytest.raises(lakemerge.ConfigError) as info:
+        lakemerge.load_pipeline(path)
+    message = str(info.value)
+    assert f"key '{key}'" in message and words in message, message
+
+
+def test_the_readme_change_feed_examples_validate(tmp_path: Path) -> None:
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    blocks = re.findall(r"```toml\n(.*?)```", readme, flags=re.S)
+    debezium = next(b for b in blocks if "[tables.accounts.feed.debezium]" in b)
+    dms = next(b for b in blocks if "[tables.customers.feed.dms]" in b)
+    text = "\n".join(line.removeprefix("  ") for line in (debezium + dms).splitlines())
+    pipeline = lakemerge.load_pipeline(write(tmp_path, text))
+    assert pipeline.table("accounts").feed.debezium.fractional_digits == {"updated_at": 6}
+    assert pipeline.table("customers").sequence_columns == ("_lm_phase", "dms_ts")

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 import lakemerge
+from bench.kafka import produce
 from tests.helpers import read_table
 from tests.oracle import Oracle
-from bench.kafka import produce
 
 pytestmark = pytest.mark.kafka
 
@@ -189,3 +189,62 @@ def test_a_groups_stream_commits_each_micro_batch_as_one_transaction(spark: Any,
                 "groups": {"g": {"tables": ["a", "b"], "state": "s", "stream": {"checkpoint": "c"}}},
             }
         )
+
+
+def test_debezium_events_from_kafka_match_the_oracle(spark: Any, tmp_path: Path, kafka: str) -> None:
+    """Events as Debezium's PostgreSQL connector sends them with the JSON converter: a snapshot read,
+    inserts, updates, a delete and its tombstone, a key-changing update (a delete of the old key, a
+    create of the new one), out of order across partitions (the LSN orders them), replayed events;
+    decimals as base64 bytes decoded by their schema."""
+    import decimal
+
+    from tests.feeds.debezium_events import Table
+
+    shop = Table("orders", {"id": "int", "total": "numeric(10,2)", "note": "text"})
+    name = topic()
+    config = lakemerge.PipelineConfig.model_validate(
+        {
+            "tables": {
+                "orders": {
+                    "path": str(tmp_path / "orders"),
+                    "key": "id",
+                    "sequence": "__source_lsn",
+                    "stream": {"bootstrap_servers": kafka, "topics": [name], "checkpoint": str(tmp_path / "ck")},
+                }
+            }
+        }
+    )
+
+    def row(id: int, total: str, note: str) -> dict[str, Any]:
+        return {"id": id, "total": decimal.Decimal(total), "note": note}
+
+    def key(id: int) -> str:
+        return json.dumps({"id": id})
+
+    first = [
+        (0, key(1), shop.event("r", None, row(1, "10.50", "snapshot"), 100)),
+        (1, key(2), shop.event("r", None, row(2, "-3.25", "snapshot"), 100)),
+        (0, key(1), shop.event("u", row(1, "10.50", "snapshot"), row(1, "11.00", "updated"), 110)),
+        (1, key(3), shop.event("c", None, row(3, "99999999.99", "created"), 120)),
+        (1, key(2), shop.event("d", row(2, "-3.25", "snapshot"), None, 130)),
+        (1, key(2), None),  # the delete's tombstone
+    ]
+    produce(spark, kafka, name, first)
+    results = lakemerge.stream(config, spark=spark)
+    assert results[0].metrics.ignored == 1, "the tombstone is ignored and counted"
+    expected = {1: ("11.00", "updated"), 3: ("99999999.99", "created")}
+    got = {r["id"]: (str(r["total"]), r["note"]) for r in read_table(tmp_path / "orders", ["id", "total", "note"])}
+    assert got == expected
+    # A key change (id 3 → 4: a delete of 3, then a create of 4), out of order across partitions, and
+    # a replay of an event already applied.
+    second = [
+        (0, key(4), shop.event("c", None, row(4, "99999999.99", "moved"), 140)),
+        (1, key(3), shop.event("d", row(3, "99999999.99", "created"), None, 140)),
+        (0, key(1), shop.event("u", row(1, "11.00", "updated"), row(1, "12.00", "newest"), 160)),
+        (1, key(1), shop.event("u", row(1, "10.50", "snapshot"), row(1, "11.00", "updated"), 110)),
+    ]
+    produce(spark, kafka, name, second)
+    results = lakemerge.stream(config, spark=spark)
+    assert (results[0].metrics.superseded, results[0].metrics.late) == (1, 0), "the replay is older than id 1's newest"
+    got = {r["id"]: (str(r["total"]), r["note"]) for r in read_table(tmp_path / "orders", ["id", "total", "note"])}
+    assert got == {1: ("12.00", "newest"), 4: ("99999999.99", "moved")}

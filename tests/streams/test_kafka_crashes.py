@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 import lakemerge
+from bench.kafka import produce
 from tests.helpers import read_table
 from tests.oracle import Oracle
-from bench.kafka import produce
 
 pytestmark = pytest.mark.kafka
 

@@ -73,18 +73,22 @@ def raw_records(spark: SparkSession, batch: FrameBatch, *, key: Sequence[str] = 
             ``value`` column, JSON records without a schema).
         InputError: a column name lakemerge reserves.
     """
+    from pyspark.sql import functions as F
+
     frame = batch.frame
     kafka = all(c in frame.columns for c in KAFKA_COLUMNS)
     fmt = batch.rules.format
     if fmt in ("json", "debezium") and "value" not in frame.columns:
         raise ConfigError(f"{batch.name}: {fmt} records come in a string column 'value' (as Kafka's source gives them)")
     placed = _placed(frame, batch, kafka=kafka)
+    row_data = True
     if fmt == "json":
         rows, columns = _json_rows(placed, batch, key=key)
     elif fmt == "debezium":
-        from lakemerge.feeds.envelopes import debezium_rows
+        from lakemerge.feeds.debezium import debezium_rows
 
-        rows, columns = debezium_rows(spark, placed, batch.rules)
+        read = debezium_rows(spark, placed.withColumn("value", F.col("value").cast("string")), batch.rules)
+        rows, columns, row_data = read.frame, read.columns, read.row_data
     else:
         columns = tuple(
             c for c in frame.columns if not (kafka and c in (*KAFKA_COLUMNS, "key", "timestamp", "timestampType"))
@@ -95,7 +99,7 @@ def raw_records(spark: SparkSession, batch: FrameBatch, *, key: Sequence[str] = 
             raise InputError(
                 f"column '{name}' uses the prefix '{C.RESERVED_PREFIX}' reserved for lakemerge", path=batch.name
             )
-    return RawFeed(frame=rows, columns=columns, header_lines=0)
+    return RawFeed(frame=rows, columns=columns, header_lines=0, row_data=row_data)
 
 
 def _placed(frame: DataFrame, batch: FrameBatch, *, kafka: bool) -> DataFrame:

@@ -163,6 +163,29 @@ def plan_batch(
     """
     started, started_at, batch_id = time.monotonic(), int(time.time() * 1000), uuid.uuid4().hex
     selection = select_frame(spark, table, frame) if frame is not None else select_files(spark, table, inputs)
+    return _planned(
+        table,
+        selection,
+        spark=spark,
+        inputs=inputs,
+        own_settings=own_settings,
+        counted=counted,
+        started=(started, started_at, batch_id),
+    )
+
+
+def _planned(
+    table: TableConfig,
+    selection: Selection | NothingPending,
+    *,
+    spark: SparkSession,
+    inputs: Sequence[str] | None,
+    own_settings: dict[str, str | None] | None,
+    counted: bool,
+    started: tuple[float, int, str],
+) -> BatchPlan | NothingPending:
+    """The plan of the batch ``selection`` chose (see :func:`plan_batch`)."""
+    started_now, started_at, batch_id = started
     if isinstance(selection, NothingPending):
         return selection
     if not selection.chosen and selection.frame is None:
@@ -170,11 +193,22 @@ def plan_batch(
     log_path = table.log_table if table.log_mode else None
     number = ledger.last_batch(spark, table.path, log_path=log_path, known=selection.ledger) + 1
     own = tuning.session_settings(spark) if own_settings is None else own_settings
-    planner = _Planner(spark, table, selection, number, batch_id, own, counted, started, started_at)
+    planner = _Planner(spark, table, selection, number, batch_id, own, counted, started_now, started_at)
     with planner.cached.released_on_error(), planner.tuned:
         read = read_batch(
             spark, table, selection, number=number, batch_id=batch_id, cached=planner.cached, counted=counted
         )
+        if not selection.exists and not read.changes.row_data:
+            # A new table takes its columns from its first batch's rows: files of events that change
+            # no row (Debezium's tombstones, heartbeats) wait for the first batch that holds one,
+            # which takes every pending file (so that no batch limit leaves one behind for good).
+            planner.cached.release()
+            wider = select_files(spark, table, inputs, limited=False) if selection.frame is None else None
+            if wider is None or len(wider.chosen) <= len(selection.chosen):
+                return NothingPending(selection.skipped)
+            return _planned(
+                table, wider, spark=spark, inputs=inputs, own_settings=own, counted=counted, started=started
+            )
         return planner.plan(read)
 
 

@@ -169,4 +169,5 @@ def read_changes(
     for part in parts[1:]:
         frame = frame.unionByName(part.frame, allowMissingColumns=True)
         columns += [c for c in part.data_columns if c not in columns]
-    return ChangeSet(frame=frame, data_columns=tuple(columns), header_lines=parts[0].header_lines)
+    row_data = any(p.row_data for p in parts)
+    return ChangeSet(frame=frame, data_columns=tuple(columns), header_lines=parts[0].header_lines, row_data=row_data)

@@ -75,10 +75,13 @@ def select_frame(spark: SparkSession, table: TableConfig, batch: FrameBatch) -> 
     return Selection([], (), exists, history, {}, frame=batch)
 
 
-def select_files(spark: SparkSession, table: TableConfig, inputs: Sequence[str] | None) -> Selection:
+def select_files(
+    spark: SparkSession, table: TableConfig, inputs: Sequence[str] | None, *, limited: bool = True
+) -> Selection:
     """The batch's files: pending files of each feed in turn, each feed's in file order, up to the
     table's batch limits (at least one file); a snapshot feed contributes its oldest pending
-    snapshot only. ``inputs`` replaces the first feed's location (and the other feeds are not read)."""
+    snapshot only. ``inputs`` replaces the first feed's location (and the other feeds are not read).
+    ``limited=False``: every pending file (a new table's batch whose files hold no row yet)."""
     exists, history = ledger.state(spark, table.path, log_path=table.log_table if table.log_mode else None)
     pending: list[tuple[int, FeedFile]] = []
     skipped: list[str] = []
@@ -95,7 +98,7 @@ def select_files(spark: SparkSession, table: TableConfig, inputs: Sequence[str] 
                 check_order(index, snapshots[index], position, last_snapshot(history, index), feed)
             fresh = list(snapshots[index].files)
         pending.extend((index, f) for f in fresh)
-    chosen = _within_limits(table, pending, snapshot_feeds=set(snapshots))
+    chosen = _within_limits(table, pending, snapshot_feeds=set(snapshots)) if limited else pending
     taken = {i for i, _ in chosen}
     return Selection(chosen, tuple(skipped), exists, history, {i: p for i, p in snapshots.items() if i in taken})
 

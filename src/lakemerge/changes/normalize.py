@@ -16,8 +16,9 @@ from lakemerge import columns as C
 from lakemerge.columns import col
 from lakemerge.config.feed import FeedConfig
 from lakemerge.config.records import RecordsConfig
-from lakemerge.config.table import FILE_SEQUENCE_COLUMN, TableConfig
+from lakemerge.config.table import FILE_SEQUENCE_COLUMN, LOAD_PHASE_COLUMN, TableConfig
 from lakemerge.errors import ConfigError, InputError
+from lakemerge.feeds.dms import is_full_load
 from lakemerge.feeds.files import FeedFile
 from lakemerge.feeds.readers import RawFeed
 
@@ -38,11 +39,13 @@ class ChangeSet:
         data_columns: the columns destined for the table, in feed order (key, sequence and
             partition columns included; ``_lm_sequence`` included when derived from file names).
         header_lines: lines before the first record of each file.
+        row_data: whether any record holds a row (see :class:`lakemerge.feeds.readers.RawFeed`).
     """
 
     frame: DataFrame
     data_columns: tuple[str, ...]
     header_lines: int
+    row_data: bool = True
 
 
 def normalize(
@@ -63,6 +66,7 @@ def normalize(
     """
     from pyspark.sql import functions as F
 
+    raw = raw.completed((*table.key, *table.sequence, *table.partition_by))
     _check_columns_exist(table, feed, raw, files)
     frame = raw.frame
     errors: list[tuple[Column, Column]] = [(F.col(C.MALFORMED).isNotNull(), F.col(C.MALFORMED))]
@@ -101,15 +105,28 @@ def normalize(
 
     data_columns = [c for c in raw.columns if c != feed.op_column and _kept(table, feed, c)]
     selected = [casts.get(c, col(c)).alias(c) for c in data_columns]
+    # A DMS full load precedes every change of its table (docs/semantics.md §10 Operation codes).
+    loads = [i + offset for i, f in enumerate(files) if is_full_load(feed, f)]
     if not table.sequence:
         order = feed.file_order
         per_file = [
-            f.name_number if order == "name_number" else f.modified if order == "mtime" else batch_number for f in files
+            0
+            if i + offset in loads
+            else f.name_number
+            if order == "name_number"
+            else f.modified
+            if order == "mtime"
+            else batch_number
+            for i, f in enumerate(files)
         ]
         numbers = F.create_map(*[x for i, n in enumerate(per_file) for x in (F.lit(i + offset), F.lit(n))])
         number = F.lit(per_file[0]) if len(set(per_file)) == 1 else numbers[F.col(C.FILE)]
         selected.append(number.cast("long").alias(FILE_SEQUENCE_COLUMN))
         data_columns.append(FILE_SEQUENCE_COLUMN)
+    elif table.load_phase:
+        phase = F.when(F.col(C.FILE).isin(loads), F.lit(0)).otherwise(F.lit(1)) if loads else F.lit(1)
+        selected.append(phase.cast("int").alias(LOAD_PHASE_COLUMN))
+        data_columns.append(LOAD_PHASE_COLUMN)
     # The raw record of a bad row, for messages and the quarantine: as read when the reader kept
     # it, else the fields joined by the delimiter (delimited formats) or the row as JSON.
     originals = [col(c) for c in raw.columns]
@@ -129,7 +146,9 @@ def normalize(
         F.lit(raw.header_lines).alias(C.HEADER),
         *([C.PLACE] if C.PLACE in frame.columns else []),
     )
-    return ChangeSet(frame=frame, data_columns=tuple(data_columns), header_lines=raw.header_lines)
+    return ChangeSet(
+        frame=frame, data_columns=tuple(data_columns), header_lines=raw.header_lines, row_data=raw.row_data
+    )
 
 
 def _operation(
@@ -167,7 +186,7 @@ def _operation(
 def _kept(table: TableConfig, feed: FeedConfig | RecordsConfig, column: str) -> bool:
     if column in (*table.key, *table.sequence, *table.partition_by):
         return True
-    if feed.format == "debezium" and column.startswith("__"):
+    if feed.format == "debezium" and column.startswith("__") and column not in feed.keep_columns:
         return False  # event metadata is stored only when it orders changes (the sequence)
     if feed.keep_columns and column not in feed.keep_columns:
         return False

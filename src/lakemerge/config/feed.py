@@ -11,6 +11,100 @@ from lakemerge.config.base import Model, absolute
 
 FeedFormat = Literal["csv", "text", "json", "parquet", "orc", "avro", "debezium"]
 Envelope = Literal["none", "dms"]
+Container = Literal["json", "avro", "parquet"]
+DecimalHandling = Literal["precise", "double", "string"]
+TimePrecision = Literal["adaptive", "adaptive_time_microseconds", "connect", "isostring", "microseconds", "nanoseconds"]
+BinaryHandling = Literal["bytes", "base64", "base64-url-safe", "hex"]
+
+#: Op codes a Debezium feed gives the events that change no row: a tombstone (a null value after a
+#: delete), a heartbeat, a schema change, a transaction's BEGIN or END, and a logical decoding
+#: message (op ``m``). They are always ignored records (docs/semantics.md §10 Operation codes).
+DEBEZIUM_NON_CHANGES = ("tombstone", "heartbeat", "schema_change", "transaction", "m")
+
+
+class DebeziumSettings(Model):
+    """How the Debezium connector that wrote a ``format = "debezium"`` feed encodes values: its
+    settings of the same names (``decimal.handling.mode``, ``time.precision.mode``,
+    ``binary.handling.mode``). They matter for events without their schema (the JSON converter
+    with ``schemas.enable=false``), read by the feed's declared ``types``; an event's own schema
+    says how its values are encoded, except the text of bytes in a column declared ``binary``.
+
+    Attributes:
+        decimal_handling_mode: ``precise`` (the default: a column declared ``decimal(p,s)`` holds
+            base64 text of the unscaled value's bytes), ``double`` or ``string``.
+        time_precision_mode: how integers in columns declared ``timestamp`` or ``timestamp_ntz``
+            count time: ``connect`` in milliseconds, ``microseconds``, ``nanoseconds``, and
+            ``adaptive`` / ``adaptive_time_microseconds`` by the column's fractional digits (see
+            ``fractional_digits``); ``isostring`` writes ISO-8601 text.
+        binary_handling_mode: how a column declared ``binary`` is written: ``bytes`` and
+            ``base64`` as base64 text, ``base64-url-safe``, or ``hex``.
+        fractional_digits: the fractional-second precision of timestamp columns in the source
+            database (``{ created_at = 6 }``), which ``adaptive`` modes need: up to 3 digits
+            Debezium writes milliseconds, 4 to 6 microseconds.
+    """
+
+    decimal_handling_mode: DecimalHandling = "precise"
+    time_precision_mode: TimePrecision = "adaptive"
+    binary_handling_mode: BinaryHandling = "bytes"
+    fractional_digits: dict[str, int] = Field(default_factory=dict)
+
+    @field_validator("fractional_digits")
+    @classmethod
+    def _digits(cls, value: dict[str, int]) -> dict[str, int]:
+        bad = sorted(name for name, digits in value.items() if not 0 <= digits <= 9)
+        if bad:
+            raise ValueError(f"fractional digits are 0 to 9; wrong for {bad}")
+        return value
+
+
+class DmsSettings(Model):
+    """The AWS DMS S3 target endpoint's settings that shape its files (``envelope = "dms"``), under
+    their DMS names in snake case.
+
+    Attributes:
+        include_op_for_full_load: ``IncludeOpForFullLoad``: full-load files start with the ``Op``
+            column too (``I``).
+        cdc_inserts_only / cdc_inserts_and_updates: ``CdcInsertsOnly`` / ``CdcInsertsAndUpdates``:
+            change files hold inserts only (or inserts and updates), and CSV change files carry the
+            ``Op`` column only with ``IncludeOpForFullLoad``. Parquet files name their columns, so
+            there the ``Op`` column is found by name.
+        timestamp_column_name: ``TimestampColumnName``: the column DMS adds with each row's time
+            (a full load's transfer time, a change's commit time), read as a timestamp. Name it in
+            ``schema`` where DMS writes it (CSV files without a header).
+        preserve_transactions: ``PreserveTransactions``: change files in transaction order for
+            every table (``CDC_TXN-…`` under ``CdcPath``); not read by lakemerge, which reads
+            DMS's per-table change files.
+    """
+
+    include_op_for_full_load: bool = False
+    cdc_inserts_only: bool = False
+    cdc_inserts_and_updates: bool = False
+    timestamp_column_name: str | None = None
+    preserve_transactions: bool = False
+
+    @model_validator(mode="after")
+    def _consistent(self) -> DmsSettings:
+        if self.cdc_inserts_only and self.cdc_inserts_and_updates:
+            raise ValueError("DMS sets CdcInsertsOnly or CdcInsertsAndUpdates, not both")
+        if self.preserve_transactions:
+            raise ValueError(
+                "PreserveTransactions writes every table's changes into CDC_TXN-… files under CdcPath, "
+                "which lakemerge does not read: point the feed at the table's folder of LOAD and change "
+                "files written without PreserveTransactions"
+            )
+        return self
+
+    @property
+    def load_op(self) -> bool:
+        """Whether CSV full-load files carry the ``Op`` column."""
+        return self.include_op_for_full_load
+
+    @property
+    def changes_op(self) -> bool:
+        """Whether CSV change files carry the ``Op`` column."""
+        return self.include_op_for_full_load or not (self.cdc_inserts_only or self.cdc_inserts_and_updates)
+
+
 FileOrder = Literal["name", "name_number", "mtime"]
 SnapshotOrder = Literal["name_number", "mtime", "column"]
 SnapshotScope = Literal["table", "partitions"]
@@ -23,7 +117,12 @@ class FeedConfig(Model):
         location: files or directories (local paths or Hadoop URIs) holding change files.
         format: ``csv`` (quoted, single-character delimiter), ``text`` (lines split by a regular
             expression, as chombo does), ``json`` (JSON lines), ``parquet``, ``orc``, ``avro``, or
-            ``debezium`` (JSON lines of Debezium change events, with or without their schema).
+            ``debezium`` (Debezium change events, with or without their schema, in ``container``).
+        container: with ``format = "debezium"``, the files holding the events: ``json`` (JSON
+            lines, as Kafka Connect's JSON converter writes them), ``avro`` or ``parquet`` (as
+            Kafka Connect's S3 and HDFS sinks write them with the Avro converter).
+        debezium: the connector's encoding settings (:class:`DebeziumSettings`).
+        dms: the DMS endpoint's settings (:class:`DmsSettings`), with ``envelope = "dms"``.
         header: whether delimited files start with a header line naming the columns.
         delimiter: the field delimiter of ``csv`` files.
         quote / escape: the quote character of ``csv`` files and the one escaping it inside
@@ -32,7 +131,8 @@ class FeedConfig(Model):
         encoding: the character set of ``csv`` and ``json`` files (gzip and bzip2 compression is
             recognised by the file extension for every text format).
         envelope: ``dms`` reads AWS DMS output (``csv`` or ``parquet``): the ``Op`` column
-            (I/U/D) first in change files, and full-load files (named ``LOAD…``) as inserts.
+            (I/U/D) first in change files, and full-load files (named ``LOAD…``) as inserts that
+            precede every change of the table (docs/semantics.md §10 Operation codes).
         delimiter_regex: the regular expression splitting ``text`` lines.
         schema_ddl: column names and types as a Spark DDL string (``id STRING, price INT``);
             for headerless files it names the columns by position.
@@ -68,6 +168,9 @@ class FeedConfig(Model):
 
     location: tuple[str, ...]
     format: FeedFormat = "csv"
+    container: Container = "json"
+    debezium: DebeziumSettings = Field(default_factory=DebeziumSettings)
+    dms: DmsSettings = Field(default_factory=DmsSettings)
     header: bool = False
     delimiter: str = ","
     quote: str = '"'
@@ -118,12 +221,10 @@ class FeedConfig(Model):
         if not isinstance(data, dict):
             return data
         if data.get("format") == "debezium":
-            defaults = {
-                "op_column": "__op",
-                "upsert_codes": ("c", "u", "r"),
-                "delete_codes": ("d",),
-                "ignore_codes": ("tombstone",),
-            }
+            defaults = {"op_column": "__op", "upsert_codes": ("c", "u", "r"), "delete_codes": ("d",)}
+            given = data.get("ignore_codes") or ()
+            given = (given,) if isinstance(given, str) else tuple(given)
+            data = {**data, "ignore_codes": (*given, *[c for c in DEBEZIUM_NON_CHANGES if c not in given])}
         elif data.get("envelope") == "dms":
             defaults = {"op_column": "Op", "upsert_codes": ("I", "U"), "delete_codes": ("D",)}
         else:
@@ -186,6 +287,8 @@ class FeedConfig(Model):
             raise ValueError("use keep_columns or drop_columns, not both")
         if self.envelope == "dms" and self.format not in ("csv", "parquet"):
             raise ValueError('envelope = "dms" reads csv or parquet files')
+        if self.container != "json" and self.format != "debezium":
+            raise ValueError('container is the files of format = "debezium" (json, avro or parquet)')
         if self.truncate_codes and not self.op_column:
             raise ValueError("truncate_codes need an op_column")
         if self.columns and self.header:

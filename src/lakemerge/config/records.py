@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from lakemerge.config.base import Model
+from lakemerge.config.feed import DebeziumSettings
 
 #: How records arrive: as rows (columns named as the table's, typed or cast by ``types``), as JSON
 #: objects (a string column ``value``, typed by ``schema``), or as Debezium change events (a string
@@ -52,6 +53,8 @@ class RecordsConfig(Model):
         delete_codes / upsert_codes / truncate_codes / ignore_codes / op_codes_ignore_case: as a
             feed's (``upsert_codes`` empty: every code that is not another kind is an upsert).
         keep_columns / drop_columns: keep only the listed columns, or all but the listed ones.
+        debezium: for ``debezium`` records, the connector's encodings where the events carry no
+            schema (decimal, time and binary handling modes), as a feed's.
         message_key: for ``json`` records with a ``key`` column (Kafka's message key): ``json``,
             the key is a JSON object holding the record's key columns, which fill them where the
             value lacks them (as Kafka's log compaction keys messages); ``ignore`` (the default):
@@ -70,6 +73,7 @@ class RecordsConfig(Model):
     keep_columns: tuple[str, ...] = ()
     drop_columns: tuple[str, ...] = ()
     message_key: Literal["ignore", "json"] = "ignore"
+    debezium: DebeziumSettings = Field(default_factory=DebeziumSettings)
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 

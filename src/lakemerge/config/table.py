@@ -29,6 +29,12 @@ SCD2_COLUMNS = (START_AT, END_AT, CURRENT)
 #: derives it from the order of files. Stored so later batches can compare.
 FILE_SEQUENCE_COLUMN = "_lm_sequence"
 
+#: Name of the column that orders a DMS table's full load before its changes: 0 for rows of
+#: full-load files, 1 for every change, compared before the sequence columns and stored with them
+#: (docs/semantics.md §10 Operation codes). A table without sequence columns gives full-load files
+#: ``_lm_sequence`` 0 instead.
+LOAD_PHASE_COLUMN = "_lm_phase"
+
 
 class TableConfig(Model):
     """One Delta table maintained by lakemerge, and its feed.
@@ -187,7 +193,15 @@ class TableConfig(Model):
                 raise ValueError("track_columns needs history = 'scd2'")
             return
         if len(self.sequence_columns) != 1:
-            raise ValueError("history = 'scd2' needs a single sequence column (it becomes __start_at / __end_at)")
+            more = (
+                "; a DMS feed orders its full load before its changes with a second one (_lm_phase): "
+                "use sequence = [] (full-load files are then sequence 0)"
+                if self.sequence and self.load_phase
+                else ""
+            )
+            raise ValueError(
+                f"history = 'scd2' needs a single sequence column (it becomes __start_at / __end_at){more}"
+            )
         fixed = [c for c in self.track_columns if c in (*self.key, *self.sequence)]
         if fixed:
             raise ValueError(f"track_columns cannot list key or sequence columns: {fixed}")
@@ -292,6 +306,14 @@ class TableConfig(Model):
         return tuple(c for c in columns if c in chosen and c not in fixed)
 
     @property
+    def load_phase(self) -> bool:
+        """Whether a feed's full load precedes its changes whatever their sequence (a DMS feed)."""
+        return any(f.envelope == "dms" for f in self.feeds)
+
+    @property
     def sequence_columns(self) -> tuple[str, ...]:
-        """The columns stored in the table that order versions of a record."""
-        return self.sequence or (FILE_SEQUENCE_COLUMN,)
+        """The columns stored in the table that order versions of a record: ``sequence`` (behind
+        ``_lm_phase`` for a DMS feed), or ``_lm_sequence`` without it."""
+        if not self.sequence:
+            return (FILE_SEQUENCE_COLUMN,)
+        return (LOAD_PHASE_COLUMN, *self.sequence) if self.load_phase else self.sequence

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from lakemerge import columns as C
 from lakemerge.columns import col, quoted
 from lakemerge.config.feed import FeedConfig
+from lakemerge.config.records import RecordsConfig
 from lakemerge.errors import ConfigError, InputError
 from lakemerge.spark.jvm import jclass
 
@@ -51,7 +52,7 @@ def _first_line(spark: SparkSession, path: str) -> str | None:
 
 def _data_columns(spark: SparkSession, feed: FeedConfig, paths: Sequence[str], count_fields: object) -> list[str]:
     if feed.schema_ddl:
-        return list(_ddl_names(spark, feed.schema_ddl))
+        return list(ddl_names(feed.schema_ddl))
     if feed.columns:
         return list(feed.columns)
     if feed.format == "csv" and feed.header and feed.encoding.upper().replace("-", "") != "UTF8":
@@ -75,25 +76,39 @@ def _data_columns(spark: SparkSession, feed: FeedConfig, paths: Sequence[str], c
     return [f"c{i}" for i in range(len(fields))]
 
 
-def _ddl_names(spark: SparkSession, ddl: str) -> tuple[str, ...]:
+def ddl_names(ddl: str) -> tuple[str, ...]:
+    """The column names of a Spark DDL schema (``id STRING, price INT``), in order."""
+    return tuple(_ddl_schema(ddl))
+
+
+def declared_types(feed: FeedConfig | RecordsConfig) -> dict[str, str]:
+    """The Spark SQL type the feed declares for each column: its ``schema``'s, then ``types``."""
+    return {**_ddl_schema(feed.schema_ddl or ""), **feed.types}
+
+
+def _ddl_schema(ddl: str) -> dict[str, str]:
     from pyspark.sql.types import StructType
 
+    if not ddl.strip():
+        return {}
     try:
         schema = StructType.fromDDL(ddl)
         assert isinstance(schema, StructType)
     except Exception as exc:
         raise ConfigError(f"not a valid Spark DDL schema: {str(exc).splitlines()[0]}", key="feed.schema") from None
-    return tuple(f.name for f in schema.fields)
+    return {f.name: f.dataType.simpleString() for f in schema.fields}
 
 
 @dataclass(frozen=True)
 class Read:
     """Rows of a batch's files in one format: the frame, its data columns, the lines before the
-    first record of each file."""
+    first record of each file, and whether any record holds a row (change feeds' files may hold
+    only events that change no row: Debezium's tombstones, truncates, heartbeats)."""
 
     frame: DataFrame
     columns: tuple[str, ...]
     header_lines: int
+    row_data: bool = True
 
 
 def _csv_reader(spark: SparkSession, feed: FeedConfig) -> Any:

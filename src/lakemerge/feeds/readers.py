@@ -16,13 +16,13 @@ not convert is reported with its file and row instead of silently becoming null.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from lakemerge import columns as C
 from lakemerge.config.feed import FeedConfig
 from lakemerge.errors import InputError
-from lakemerge.feeds import envelopes, formats
+from lakemerge.feeds import debezium, dms, formats
 from lakemerge.feeds.files import FeedFile, spark_file_path
 
 if TYPE_CHECKING:
@@ -37,11 +37,25 @@ class RawFeed:
         frame: data columns plus the provenance columns described in the module docstring.
         columns: the data columns, in the feed's order.
         header_lines: lines before the first record in each file (for row numbers in errors).
+        row_data: whether any record holds a row; false for a change feed's files of events that
+            change no row (Debezium's tombstones, truncates, heartbeats, schema changes).
     """
 
     frame: DataFrame
     columns: tuple[str, ...]
     header_lines: int
+    row_data: bool = True
+
+    def completed(self, names: Sequence[str]) -> RawFeed:
+        """With a null column for each of ``names`` the records lack, when no record holds a row
+        (the columns a batch needs exist then, and take the table's types); else unchanged."""
+        from pyspark.sql import functions as F
+
+        missing = [n for n in names if n not in self.columns]
+        if self.row_data or not missing:
+            return self
+        frame = self.frame.select("*", *[F.lit(None).alias(n) for n in missing])
+        return replace(self, frame=frame, columns=(*self.columns, *missing))
 
 
 def read_feed(spark: SparkSession, feed: FeedConfig, files: Sequence[FeedFile], *, offset: int = 0) -> RawFeed:
@@ -51,9 +65,9 @@ def read_feed(spark: SparkSession, feed: FeedConfig, files: Sequence[FeedFile], 
         raise InputError("no change file to read")
     paths = [f.path for f in files]
     if feed.envelope == "dms":
-        raw = envelopes.read_dms(spark, feed, files)
+        raw = dms.read_dms(spark, feed, files)
     elif feed.format == "debezium":
-        raw = envelopes.read_debezium(spark, feed, paths)
+        raw = debezium.read_debezium(spark, feed, paths)
     elif feed.format == "csv":
         raw = formats.read_csv(spark, feed, paths)
     elif feed.format == "text":
@@ -68,7 +82,12 @@ def read_feed(spark: SparkSession, feed: FeedConfig, files: Sequence[FeedFile], 
                 f"column '{name}' uses the prefix '{C.RESERVED_PREFIX}' reserved for lakemerge", path=paths[0]
             )
     formats.check_names(raw.columns, paths[0])
-    return RawFeed(frame=_with_file_index(raw.frame, paths, offset), columns=raw.columns, header_lines=raw.header_lines)
+    return RawFeed(
+        frame=_with_file_index(raw.frame, paths, offset),
+        columns=raw.columns,
+        header_lines=raw.header_lines,
+        row_data=raw.row_data,
+    )
 
 
 def _with_file_index(frame: DataFrame, paths: Sequence[str], offset: int = 0) -> DataFrame:

@@ -8,12 +8,13 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from lakemerge.columns import col
+from lakemerge.config import TableConfig
 from lakemerge.errors import TableError
 from lakemerge.results import AppliedFile, ChangedRecord, CommitInfo, TableSummary
 from lakemerge.table.ledger import history_rows, parse_record
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 
 def require_table(spark: SparkSession, path: str) -> None:
@@ -116,3 +117,17 @@ def _plain(row: dict[str, Any]) -> dict[str, Any]:
     for k, v in row.items():
         out[k] = v if v is None or isinstance(v, (bool, int, float, str, list, dict)) else str(v)
     return out
+
+
+def read_current(spark: SparkSession, table: TableConfig) -> DataFrame:
+    """The table's current rows (see :func:`lakemerge.api.read_current`)."""
+    from lakemerge.table.logview import read_merged
+    from lakemerge.write.scd2 import current
+
+    if table.log_mode:
+        merged = read_merged(spark, table)
+        if merged is None:
+            raise TableError(f"table '{table.name}' has neither a Delta table nor a change log at {table.path}")
+        return merged
+    frame = spark.read.format("delta").load(table.path)
+    return current(frame) if table.scd2 else frame

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lakemerge.config import TableConfig
+from lakemerge.config import PipelineConfig, SparkSettings, TableConfig
 from lakemerge.config.stream import StreamConfig
 
 if TYPE_CHECKING:
@@ -20,6 +20,15 @@ KAFKA_PACKAGE = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.1.1"
 
 #: The schema of Spark's ``binaryFile`` source (only ``path`` is read).
 _FILES = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY"
+
+
+def with_kafka(pipeline: PipelineConfig) -> SparkSettings:
+    """The pipeline's Spark settings, with Spark's Kafka source among the packages when a table
+    streams from Kafka."""
+    kafka = any(t.stream is not None and t.stream.source == "kafka" for t in pipeline.tables.values())
+    if not kafka or KAFKA_PACKAGE in pipeline.spark.packages:
+        return pipeline.spark
+    return pipeline.spark.model_copy(update={"packages": (*pipeline.spark.packages, KAFKA_PACKAGE)})
 
 
 def stream_frame(spark: SparkSession, table: TableConfig, stream: StreamConfig) -> DataFrame:
