@@ -35,6 +35,7 @@ from lakemerge.batch.stored import (
     snapshot_absences,
 )
 from lakemerge.config import TableConfig
+from lakemerge.errors import ConfigError
 from lakemerge.feeds import FeedFile
 from lakemerge.results import AppliedFile, BatchMetrics, BatchResult
 from lakemerge.spark import tuning
@@ -210,6 +211,9 @@ class _Planner:
         of_keys = table.log_mode and selection.exists and not selection.snapshots and read.rows_read <= key_bound
         stored, schema = read_stored(spark, table, exists=selection.exists, ranges=read.ranges, of_keys=of_keys)
         data_columns = read.changes.data_columns
+        problem = table.unknown_shared([*data_columns, *(schema.names if schema is not None else ())])
+        if problem is not None:
+            raise ConfigError(f"{problem[1]}; nothing was applied", key=f"tables.{table.name}.{problem[0]}")
         valid = read.valid if schema is None else conformed(spark, table, read.valid, schema, data_columns)
         truncate = find_truncate(spark, table, valid, stored.rows, own=self.own)
         absent = snapshot_absences(

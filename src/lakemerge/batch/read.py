@@ -19,8 +19,8 @@ from lakemerge.batch.select import Selection
 from lakemerge.changes import normalize
 from lakemerge.changes.bad_rows import first_bad_row, quarantine_rows
 from lakemerge.changes.normalize import ChangeSet
-from lakemerge.config import TableConfig
-from lakemerge.feeds import FeedFile, read_feed
+from lakemerge.config import FeedConfig, TableConfig
+from lakemerge.feeds import FeedFile, read_feed, utf8
 from lakemerge.spark.errors import translated
 from lakemerge.table import prune
 from lakemerge.table.prune import KeyRanges, range_query
@@ -36,6 +36,7 @@ _COUNTS = {
     "_lm_rows": "count(1)",
     "_lm_bad": f"count({C.ERROR})",
     "_lm_n": f"count_if({C.ERROR} IS NULL AND {C.OP} = 'N')",
+    "_lm_replaced": f"count_if({C.REPLACED})",
 }
 
 
@@ -99,6 +100,10 @@ def read_batch(
     early = not whole and not any(f.truncate_codes for f in table.feeds)
     stored_files = batch_ranges.stored_files(spark, table) if early else None
     counts, ranges = _count(changes.frame, table, early=early, stored_files=stored_files)
+    if counts["_lm_replaced"]:
+        # Rows holding U+FFFD: those decoded from bytes that are not UTF-8 are bad (rarely taken).
+        changes = _invalid_utf8(spark, table, selection, changes, cached=cached, counted=counted)
+        counts, ranges = _count(changes.frame, table, early=early, stored_files=stored_files)
     rows_read, rows_bad, ignored = int(counts["_lm_rows"]), int(counts["_lm_bad"]), int(counts["_lm_n"] or 0)
     files = selection.files
     if table.too_many_bad(rows_bad, rows_read):
@@ -111,6 +116,23 @@ def read_batch(
     return ReadBatch(
         changes, rows_read, rows_bad, ignored, bad, whole, early, batch_ranges.paying(stored_files, ranges)
     )
+
+
+def _invalid_utf8(
+    spark: SparkSession, table: TableConfig, selection: Selection, changes: ChangeSet, *, cached: Cached, counted: bool
+) -> ChangeSet:
+    """``changes`` with the rows decoded from lines that are not UTF-8 made bad (:mod:`lakemerge.feeds.utf8`)."""
+    files: list[tuple[FeedConfig, int, FeedFile]] = []  # (feed, index in the batch as read_changes has it, file)
+    for index, feed in enumerate(table.feeds):
+        for i, f in selection.chosen:
+            if i == index:
+                files.append((feed, len(files), f))
+    lines = utf8.invalid_lines(spark, files)
+    if lines is None:
+        return changes
+    multiline = any(feed.multiline for feed in table.feeds)
+    frame = utf8.mark_invalid(changes.frame, lines, multiline=multiline)
+    return replace(changes, frame=cached.persist(frame) if counted else frame)
 
 
 def _count(

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from lakemerge import columns as C
 from lakemerge.columns import col, quoted
 from lakemerge.config.feed import FeedConfig
-from lakemerge.errors import ConfigError, InputError
+from lakemerge.errors import ConfigError, InputError, first_line
+from lakemerge.feeds import utf8
 from lakemerge.spark.jvm import jclass
 
 if TYPE_CHECKING:
@@ -76,14 +77,22 @@ def _data_columns(spark: SparkSession, feed: FeedConfig, paths: Sequence[str], c
 
 
 def _ddl_names(spark: SparkSession, ddl: str) -> tuple[str, ...]:
+    return tuple(f.name for f in ddl_schema(ddl).fields)
+
+
+def ddl_schema(ddl: str) -> StructType:
+    """The schema a Spark DDL string declares.
+
+    Raises:
+        ConfigError: naming Spark's reason (an unknown type, a syntax error and where)."""
     from pyspark.sql.types import StructType
 
     try:
         schema = StructType.fromDDL(ddl)
         assert isinstance(schema, StructType)
     except Exception as exc:
-        raise ConfigError(f"not a valid Spark DDL schema: {str(exc).splitlines()[0]}", key="feed.schema") from None
-    return tuple(f.name for f in schema.fields)
+        raise ConfigError(f"not a valid Spark DDL schema: {first_line(exc)}", key="feed.schema") from None
+    return schema
 
 
 @dataclass(frozen=True)
@@ -125,6 +134,12 @@ def read_csv(
     if not names:
         return _empty(spark, paths)
     check_names(names, paths[0])
+    if feed.header and utf8.checks(feed) and any("\ufffd" in n for n in names):
+        raise InputError(
+            "the header line is not valid UTF-8 (its names would hold U+FFFD); set the feed's encoding if the "
+            "files use another character set; nothing was applied",
+            path=paths[0],
+        )
     schema = ", ".join(f"{quoted(n)} STRING" for n in names) + f", {quoted(_CORRUPT)} STRING"
     reader = (
         _csv_reader(spark, feed)
@@ -167,12 +182,17 @@ def read_text(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -> Re
         if null is not None:
             value = F.when(value == null, F.lit(None).cast("string")).otherwise(value)
         cols.append(F.when(F.size(fields) > i, value).alias(name))
-    malformed = F.when(
+    malformed = F.when(F.expr("NOT is_valid_utf8(value)"), F.expr(utf8.reason("value"))).when(
         F.size(fields) != width,
         F.format_string(f"wrong number of fields: expected {width}, found %d", F.size(fields)),
     )
     frame = text.select(
-        *cols, F.col("value").alias(C.RAW), malformed.alias(C.MALFORMED), C.BLOCK, C.ROW_ID, "_metadata"
+        *cols,
+        F.expr("make_valid_utf8(value)").alias(C.RAW),
+        malformed.alias(C.MALFORMED),
+        C.BLOCK,
+        C.ROW_ID,
+        "_metadata",
     )
     return Read(frame, tuple(names), 1 if feed.header else 0)
 
@@ -182,9 +202,7 @@ def read_json(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -> Re
     from pyspark.sql.types import StringType, StructField, StructType
 
     if feed.schema_ddl:
-        parsed = StructType.fromDDL(feed.schema_ddl)
-        assert isinstance(parsed, StructType)
-        schema = parsed
+        schema = ddl_schema(feed.schema_ddl)
     else:
         schema = spark.read.option("mode", "PERMISSIVE").option("encoding", feed.encoding).json(list(paths)).schema
     data_fields = [f for f in schema.fields if f.name != "_corrupt_record"]
