@@ -39,9 +39,11 @@ def apply_table(
 ) -> BatchResult:
     """Apply the next batch of ``table``'s feed (or of ``inputs``) in one commit.
 
-    The batch is every pending file, in file order, up to the table's batch limits. A commit that
-    loses a race to a concurrent writer is planned again from scratch (the files it had may now be
-    applied), with exponential backoff, up to ``table.commit_attempts`` times.
+    The batch is every pending file, in file order, up to the table's batch limits. A batch whose
+    number a concurrent writer committed first is planned again from scratch (its files may now be
+    applied, and then nothing is left to do): overlapping writers are normal. Only attempts lost
+    while no writer committed a batch count, with exponential backoff, up to
+    ``table.commit_attempts`` in a row (docs/semantics.md §8).
 
     Args:
         table: the table and its feed.
@@ -55,7 +57,7 @@ def apply_table(
     Raises:
         InputError: a path is missing or a record is bad (nothing is committed).
         SchemaError: the feed's columns cannot be written to the table (nothing is committed).
-        ConflictError: concurrent writers won every attempt.
+        ConflictError: ``commit_attempts`` attempts in a row lost while no writer committed a batch.
     """
     started = time.monotonic()
     if dry_run:
@@ -67,26 +69,55 @@ def apply_table(
 def _apply(
     table: TableConfig, *, spark: SparkSession, inputs: Sequence[str] | None, dry_run: bool, started: float
 ) -> BatchResult:
-    for attempt in range(1, table.commit_attempts + 1):
+    lost = 0  # attempts lost in a row while no writer committed a batch
+    reasons: list[str] = []
+    while True:
+        planned: list[int] = []
         try:
             own = tuning.session_settings(spark)
             with scoped_conf(spark, tuning.batch_settings(spark)):
-                result = _attempt(table, spark=spark, inputs=inputs, dry_run=dry_run, started=started, own=own)
+                result = _attempt(
+                    table, spark=spark, inputs=inputs, dry_run=dry_run, started=started, own=own, planned=planned
+                )
         except Exception as exc:
             conflict = exc if isinstance(exc, Superseded) else translate(exc, reading=False)
             if not isinstance(conflict, (Superseded, ConflictError)):
                 raise
-            if attempt == table.commit_attempts:
+            if planned and _committed_since(spark, table, planned[0]):
+                # Another writer committed the batch number this one planned: its files may now be
+                # applied. Overlapping writers are normal: plan again, from scratch.
+                lost = 0
+                time.sleep(0.05 * random.random())
+                continue
+            lost += 1
+            reasons.append(_reason(conflict))
+            if lost >= table.commit_attempts:
                 raise ConflictError(
-                    f"{table.path}: gave up after {attempt} attempts: concurrent writers kept changing the table "
-                    f"({conflict or 'batch number taken'}); nothing of this batch was committed"
+                    f"{table.path}: gave up after {lost} attempts in a row, each lost to a concurrent commit that "
+                    f"was not a batch (compaction, OPTIMIZE, VACUUM or a schema change, say; last: {reasons[-1]}), "
+                    "while no writer committed a batch; nothing of this batch was committed: run again once the "
+                    "other operation is done"
                 ) from None
-            time.sleep(min(30.0, 0.2 * 2**attempt) * (0.5 + random.random()))
+            time.sleep(min(30.0, 0.2 * 2**lost) * (0.5 + random.random()))
             continue
         if table.catalog_name and not dry_run and (result.version is not None or result.skipped_files):
             _register(spark, table, result)
         return result
-    raise AssertionError("unreachable")
+
+
+def _committed_since(spark: SparkSession, table: TableConfig, number: int) -> bool:
+    """Whether the table (or its change log) has a batch numbered ``number`` or later committed."""
+    from lakemerge.table import ledger
+
+    log_path = table.log_table if table.log_mode else None
+    return ledger.last_batch(spark, table.path, log_path=log_path) >= number
+
+
+def _reason(conflict: Exception) -> str:
+    """What a lost attempt ran into, in a few words."""
+    if isinstance(conflict, Superseded):
+        return "the batch's commit was not found in the table's history after it was made"
+    return str(conflict)
 
 
 def _register(spark: SparkSession, table: TableConfig, result: BatchResult) -> None:
@@ -114,13 +145,16 @@ def _attempt(
     dry_run: bool,
     started: float,
     own: dict[str, str | None],
+    planned: list[int],
 ) -> BatchResult:
+    """One attempt at the batch; the batch number it planned is appended to ``planned``."""
     # A log batch counts its changes in the job that appends them (one job fewer), unless it is a
     # dry run, which counts them without appending.
     counted = dry_run or not (table.log_mode and transaction.supported(spark))
     plan = plan_batch(table, spark=spark, inputs=inputs, own_settings=own, counted=counted)
     if isinstance(plan, NothingPending):
         return _nothing(table, plan.skipped, started)
+    planned.append(plan.txn_version)
     try:
         result = preview(plan, spark=spark) if dry_run else commit_batch(plan, spark=spark)
     finally:

@@ -55,9 +55,10 @@ class Output:
         """A line for people only (what is happening, a hint)."""
         out.print(text)
 
-    def error(self, kind: str, message: str, exit_code: int) -> None:
+    def error(self, kind: str, message: str, exit_code: int, *, committed: Sequence[object] = ()) -> None:
         """The command failed (``kind``: the error's class name, ``InternalError`` for a bug,
-        ``Interrupted``): one line on stderr."""
+        ``Interrupted``): one line on stderr. ``committed``: the batches it committed before it
+        failed (shown as they committed)."""
         label = {"InternalError": "internal error", "Interrupted": "interrupted"}.get(kind, "error")
         err.print(f"[bold red]{label}:[/] {message}", soft_wrap=True)
 
@@ -76,9 +77,12 @@ class JsonOutput(Output):
     def note(self, text: str) -> None:
         return None
 
-    def error(self, kind: str, message: str, exit_code: int) -> None:
+    def error(self, kind: str, message: str, exit_code: int, *, committed: Sequence[object] = ()) -> None:
         super().error(kind, message, exit_code)
-        emit_json({"error": {"kind": kind, "message": message, "exit_code": exit_code}})
+        document: dict[str, Any] = {"error": {"kind": kind, "message": message, "exit_code": exit_code}}
+        if committed:
+            document["batches"] = [r.to_dict() for r in committed if isinstance(r, Result)]
+        emit_json(document)
 
 
 def pick(json_out: bool) -> Output:
