@@ -28,6 +28,7 @@ from lakemerge.results import (
     Registered,
     ReportResult,
     RollbackResult,
+    SkipResult,
     SparkConf,
     TableSummary,
     VacuumResult,
@@ -52,6 +53,7 @@ __all__ = [
     "rollback",
     "run",
     "show",
+    "skip",
     "snapshot",
     "snapshots",
     "spark_conf",
@@ -151,6 +153,24 @@ def run(
         stop=stop,
         on_result=on_result,
     )
+
+
+def skip(
+    pipeline: Pipeline,
+    *,
+    table: str,
+    files: Sequence[str],
+    reason: str,
+    spark: SparkSession | None = None,
+) -> SkipResult:
+    """Record ``files`` of the pipeline's ``table`` as skipped by an operator, for ``reason``: they are
+    never applied, and the ledger (``history``, the report) says so. For a file no batch can apply,
+    which would otherwise stop every later batch of the table."""
+    from lakemerge.batch.skip import skip_files
+
+    config = _pipeline(pipeline)
+    chosen = config.table(table)
+    return skip_files(spark or spark_session(config.spark), chosen, files, reason=reason)
 
 
 def snapshot(pipeline: Pipeline, group: str, *, spark: SparkSession | None = None) -> GroupPoint | None:

@@ -29,6 +29,15 @@ class AppliedFile(Result):
 
 
 @dataclass(frozen=True)
+class IgnoredEntry(Result):
+    """An entry of a landing zone that a batch did not read, and why (hidden, a name Hadoop cannot
+    read, a dangling symbolic link)."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class BatchMetrics(Result):
     """Row accounting of one batch.
 
@@ -117,6 +126,8 @@ class BatchResult(Result):
         created: whether this batch created the table.
         files: the change files the batch applied.
         skipped_files: files found but already applied by an earlier batch.
+        ignored_entries: entries of the landing zones not read, each with why: hidden ones (names
+            starting with ``.`` or ``_``), names Hadoop cannot read, dangling symbolic links.
         metrics: row accounting; ``seconds`` the batch's wall time.
         files_added / files_removed / bytes_added / bytes_removed: Delta's data-file metrics.
         dry_run: the batch was only planned; nothing was committed.
@@ -142,6 +153,26 @@ class BatchResult(Result):
     files_touched: int | None = None
     partitions_touched: int | None = None
     compaction: CompactionResult | None = None
+    ignored_entries: tuple[IgnoredEntry, ...] = ()
+
+
+@dataclass(frozen=True)
+class SkipResult(Result):
+    """What ``lakemerge skip`` recorded.
+
+    Attributes:
+        table / path: the table.
+        version: the commit holding the record (on the change log of a ``log`` table that has one).
+        files: the files recorded as skipped: never applied.
+        reason / by: the operator's reason, and who recorded it (the user name).
+    """
+
+    table: str
+    path: str
+    version: int
+    files: tuple[AppliedFile, ...]
+    reason: str
+    by: str
 
 
 @dataclass(frozen=True)
@@ -153,6 +184,8 @@ class CommitInfo(Result):
         batch_id, metrics, files: lakemerge's record of the batch, when a batch wrote the commit.
         seconds: the batch's duration, from its start to its commit.
         operation_metrics: Delta's metrics (files and bytes added and removed, rows, time).
+        skip_reason / skipped_by: the commit records ``files`` as skipped by an operator
+            (``lakemerge skip``): why, and who.
     """
 
     version: int
@@ -164,6 +197,8 @@ class CommitInfo(Result):
     metrics: dict[str, int] = field(default_factory=dict)
     files: tuple[AppliedFile, ...] = ()
     operation_metrics: dict[str, str] = field(default_factory=dict)
+    skip_reason: str | None = None
+    skipped_by: str | None = None
 
 
 @dataclass(frozen=True)

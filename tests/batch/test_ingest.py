@@ -344,7 +344,8 @@ def test_a_writer_whose_batch_a_concurrent_writer_took_carries_on(
 
     def racing(plan: object, *, spark: object) -> object:
         if not raced:  # another writer commits the same batch number first
-            raced.append(lakemerge.apply_table(t, spark=spark))
+            raced.append("racing")
+            raced[0] = lakemerge.apply_table(t, spark=spark)
         return real(plan, spark=spark)  # type: ignore[arg-type]
 
     monkeypatch.setattr(attempts, "commit_batch", racing)

@@ -84,6 +84,9 @@ def test_every_command_prints_its_result_types_document(spark: object, tmp_path:
     write_lines(tmp_path / "landing" / "f2.csv", ["id,seq,op,v", "1,2,U,a2"])
     documents["run"] = (invoke("run", str(pipeline)), results.Batches)
     documents["snapshot"] = (invoke("snapshot", str(pipeline)), results.GroupPoints)
+    poison = write_lines(tmp_path / "landing" / "f3.csv", ["id,seq,op,v", "1,3,U,never"])
+    skip = ("skip", str(pipeline), str(poison), "-t", "json_t", "--reason", "cut short")
+    documents["skip"] = (invoke(*skip), results.SkipResult)
     documents["history"] = (invoke("history", table), results.History)
     documents["show"] = (invoke("show", table), results.TableSummary)
     documents["quarantine"] = (invoke("quarantine", table), results.Quarantine)
@@ -109,6 +112,10 @@ def test_every_command_prints_its_result_types_document(spark: object, tmp_path:
     assert len(documents["quarantine"][0]["rows"]) == 1
     assert documents["snapshot"][0]["groups"]["g"]["versions"] == {"json_u": 0}
     assert [b["table"] for b in documents["run"][0]["batches"]] == ["json_u", "json_t"]
+    skipped = [c for c in documents["history"][0]["commits"] if c["skip_reason"]]
+    assert [(c["skip_reason"], [Path(f["path"]).name for f in c["files"]]) for c in skipped] == [
+        ("cut short", ["f3.csv"])
+    ]
 
 
 def test_every_command_accepts_json_verbose_and_master() -> None:

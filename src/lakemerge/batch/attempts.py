@@ -20,7 +20,7 @@ from lakemerge.batch.select import NothingPending
 from lakemerge.config.table import TableConfig
 from lakemerge.errors import ConflictError, TableError, first_line
 from lakemerge.operations import compact as compaction
-from lakemerge.results import BatchMetrics, BatchResult
+from lakemerge.results import BatchMetrics, BatchResult, IgnoredEntry
 from lakemerge.spark import localfs, tuning
 from lakemerge.spark.errors import translate
 from lakemerge.spark.scoped import scoped_conf
@@ -153,7 +153,7 @@ def _attempt(
     counted = dry_run or not (table.log_mode and transaction.supported(spark))
     plan = plan_batch(table, spark=spark, inputs=inputs, own_settings=own, counted=counted)
     if isinstance(plan, NothingPending):
-        return _nothing(table, plan.skipped, started)
+        return _nothing(table, plan, started)
     planned.append(plan.txn_version)
     try:
         result = preview(plan, spark=spark) if dry_run else commit_batch(plan, spark=spark)
@@ -165,7 +165,7 @@ def _attempt(
     return result
 
 
-def _nothing(table: TableConfig, skipped: tuple[str, ...], started: float) -> BatchResult:
+def _nothing(table: TableConfig, nothing: NothingPending, started: float) -> BatchResult:
     return BatchResult(
         table=table.name,
         path=table.path,
@@ -173,7 +173,8 @@ def _nothing(table: TableConfig, skipped: tuple[str, ...], started: float) -> Ba
         version=None,
         created=False,
         files=(),
-        skipped_files=skipped,
+        skipped_files=nothing.skipped,
+        ignored_entries=tuple(IgnoredEntry(path, reason) for path, reason in nothing.ignored),
         metrics=BatchMetrics(),
         seconds=round(time.monotonic() - started, 3),
     )

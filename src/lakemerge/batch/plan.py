@@ -37,7 +37,7 @@ from lakemerge.batch.stored import (
 from lakemerge.config import TableConfig
 from lakemerge.errors import ConfigError
 from lakemerge.feeds import FeedFile
-from lakemerge.results import AppliedFile, BatchMetrics, BatchResult
+from lakemerge.results import AppliedFile, BatchMetrics, BatchResult, IgnoredEntry
 from lakemerge.spark import tuning
 from lakemerge.spark.scoped import scoped_conf
 from lakemerge.table import ledger, tombstones
@@ -106,6 +106,8 @@ class BatchPlan:
     settings: dict[str, str | None] = field(default_factory=dict)
     #: The session's own values of those settings, for the parts that read the whole table.
     own_settings: dict[str, str | None] = field(default_factory=dict)
+    #: Entries of the landing zones not read, with why (:class:`lakemerge.batch.select.Selection`).
+    ignored: tuple[tuple[str, str], ...] = ()
     #: Whether ``metrics`` holds the outcome counts. A ``log`` batch planned without them
     #: (``plan_batch(counted=False)``) counts its changes while it appends them, and its commit
     #: completes the metrics (:mod:`lakemerge.table.transaction`).
@@ -131,6 +133,7 @@ class BatchPlan:
             created=not self.exists,
             files=self.applied,
             skipped_files=self.skipped,
+            ignored_entries=tuple(IgnoredEntry(path, reason) for path, reason in self.ignored),
             metrics=self.metrics if metrics is None else metrics,
             seconds=round(time.monotonic() - self.started, 3),
             **details,
@@ -158,7 +161,7 @@ def plan_batch(
     started, started_at, batch_id = time.monotonic(), int(time.time() * 1000), uuid.uuid4().hex
     selection = select_files(spark, table, inputs)
     if not selection.chosen:
-        return NothingPending(selection.skipped)
+        return NothingPending(selection.skipped, selection.ignored)
     log_path = table.log_table if table.log_mode else None
     number = ledger.last_batch(spark, table.path, log_path=log_path, known=selection.ledger) + 1
     own = tuning.session_settings(spark) if own_settings is None else own_settings
@@ -258,6 +261,7 @@ class _Planner:
             started_at=self.started_at,
             files=tuple(selection.files),
             skipped=selection.skipped,
+            ignored=selection.ignored,
             exists=selection.exists,
             txn_version=self.number,
             data_columns=data_columns,

@@ -8,7 +8,8 @@ naming the first bad row; within it, its bad rows are set aside for the quaranti
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,7 @@ from lakemerge.changes import normalize
 from lakemerge.changes.bad_rows import first_bad_row, quarantine_rows
 from lakemerge.changes.normalize import ChangeSet
 from lakemerge.config import FeedConfig, TableConfig
+from lakemerge.errors import InputError
 from lakemerge.feeds import FeedFile, read_feed, utf8
 from lakemerge.spark.errors import translated
 from lakemerge.table import prune
@@ -92,6 +94,45 @@ def read_batch(
         InputError: a file cannot be read, or there are more bad rows than the threshold allows.
         SchemaError: the feed's columns cannot be read as configured.
     """
+    with _naming_poison(table, selection.files):
+        return _read_batch(spark, table, selection, number=number, batch_id=batch_id, cached=cached, counted=counted)
+
+
+@contextlib.contextmanager
+def _naming_poison(table: TableConfig, files: Sequence[FeedFile]) -> Iterator[None]:
+    """An input error in the block that is one file's (the file named, or found in Spark's message)
+    names it and says how to go on without it: a file that cannot be applied would otherwise stop
+    every later batch of the table (docs/semantics.md §9)."""
+    try:
+        yield
+    except InputError as exc:
+        path = exc.path if any(f.path == exc.path for f in files) else None
+        if path is None and exc.path is None:
+            text = str(exc.__cause__ or exc)
+            path = next((f.path for f in files if f.path.split(":", 1)[-1].lstrip("/") in text), None)
+            if path is None and len(files) == 1:
+                path = files[0].path
+        if path is None:
+            raise
+        message = exc.message if exc.path is not None else f"{path}: {exc.message}"
+        named = InputError(
+            f"{message}; this file stops every later batch of table '{table.name}' until it is fixed, or "
+            f"recorded as skipped: lakemerge skip PIPELINE.toml --table {table.name} '{path}' --reason TEXT"
+        )
+        named.path, named.row = path, exc.row
+        raise named from exc
+
+
+def _read_batch(
+    spark: SparkSession,
+    table: TableConfig,
+    selection: Selection,
+    *,
+    number: int,
+    batch_id: str,
+    cached: Cached,
+    counted: bool,
+) -> ReadBatch:
     with translated(reading=True):
         changes = read_changes(spark, table, selection.chosen, batch_number=number)
     if counted:

@@ -26,6 +26,7 @@ for command in (
     batches.apply,
     batches.run,
     batches.snapshot,
+    batches.skip,
     tables.rollback,
     tables.vacuum,
     tables.register,

@@ -159,6 +159,26 @@ def _stop_on_signals(shown: output.Output) -> threading.Event:
 
 
 @handled
+def skip(
+    pipeline: Annotated[Path, typer.Argument(help="The pipeline file.")],
+    files: Annotated[list[str], typer.Argument(help="The change files to skip.", show_default=False)],
+    table: Annotated[str, typer.Option("--table", "-t", help="The table whose feed holds the files.")],
+    reason: Annotated[str, typer.Option("--reason", help="Why: kept in the ledger, shown by history and report.")],
+    master: MasterOpt = None,
+    json_out: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Record change files as skipped by an operator: never applied, and the ledger says why.
+
+    \b
+    lakemerge skip pipeline.toml --table products landing/products/broken.csv --reason "export cut short"
+    """
+    config = api.load_pipeline(pipeline)
+    spark = api.spark_session(config.spark, master=master, verbose=verbose)
+    output.pick(json_out).result(api.skip(config, table=table, files=files, reason=reason, spark=spark))
+
+
+@handled
 def snapshot(
     pipeline: Annotated[Path, typer.Argument(help="The pipeline file.")],
     group: Annotated[list[str] | None, typer.Option("--group", "-g", help="Group(s) to show (default: all).")] = None,

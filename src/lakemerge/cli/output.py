@@ -29,6 +29,7 @@ from lakemerge.results import (
     ReportResult,
     Result,
     RollbackResult,
+    SkipResult,
     SparkConf,
     TableSummary,
     Vacuums,
@@ -107,6 +108,7 @@ def _batch(r: BatchResult) -> None:
     elif r.version is None:
         skipped = f" ({len(r.skipped_files)} file(s) already applied)" if r.skipped_files else ""
         out.print(f"[bold]{r.table}[/]: nothing to apply{skipped}")
+        _ignored(r)
         return
     else:
         verb = "created" if r.created else "committed"
@@ -114,6 +116,7 @@ def _batch(r: BatchResult) -> None:
             f"[bold]{r.table}[/]: {verb} version {r.version} at {r.path} from {len(r.files)} file(s) "
             f"in {r.seconds:.1f} s"
         )
+    _ignored(r)
     m = r.metrics
     grid = Table(show_header=False, box=None, padding=(0, 2))
     grid.add_column(justify="left")
@@ -130,6 +133,18 @@ def _batch(r: BatchResult) -> None:
     ):
         grid.add_row(label, str(value))
     out.print(grid)
+
+
+def _ignored(r: BatchResult, shown: int = 5) -> None:
+    """The entries of the landing zones the batch did not read, and why (the first few)."""
+    if not r.ignored_entries:
+        return
+    count = len(r.ignored_entries)
+    out.print(f"  {count} entr{'y' if count == 1 else 'ies'} of the landing zone not read:")
+    for entry in r.ignored_entries[:shown]:
+        out.print(f"    {entry.path}: {entry.reason}", soft_wrap=True)
+    if count > shown:
+        out.print(f"    ... and {count - shown} more (--json lists them all)")
 
 
 def _batches(result: Batches) -> None:
@@ -170,7 +185,7 @@ def _commits(commits: Sequence[CommitInfo]) -> None:
         grid.add_row(
             str(c.version),
             c.timestamp.replace("T", " ")[:19],
-            c.operation,
+            f"SKIP by {c.skipped_by}: {c.skip_reason}" if c.skip_reason else c.operation,
             str(len(c.files)) if c.batch_id else "",
             *[str(m.get(k, "")) if c.batch_id else "" for k in ("rows_read", "inserted", "updated", "deleted", "late")],
         )
@@ -222,6 +237,14 @@ def _rollback(result: RollbackResult) -> None:
         out.print(f"{len(result.pending_again)} file(s) are pending again")
     else:
         out.print("files applied by the undone versions stay applied")
+
+
+def _skip(result: SkipResult) -> None:
+    names = ", ".join(f.path.rsplit("/", 1)[-1] for f in result.files)
+    out.print(
+        f"[bold]{result.table}[/]: {len(result.files)} file(s) recorded as skipped in version {result.version} "
+        f"by {result.by} ({result.reason}): {names}"
+    )
 
 
 def _points(result: GroupPoints) -> None:
@@ -301,6 +324,7 @@ _RENDERERS: dict[type, Callable[[Any], None]] = {
     TableSummary: _summary,
     Quarantine: _quarantine,
     RollbackResult: _rollback,
+    SkipResult: _skip,
     GroupPoints: _points,
     Vacuums: _vacuums,
     Registrations: _registrations,

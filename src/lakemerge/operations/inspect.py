@@ -43,6 +43,8 @@ def history(spark: SparkSession, path: str, *, limit: int | None = None) -> list
                 metrics={k: int(v) for k, v in (record.get("metrics") or {}).items()},
                 files=tuple(AppliedFile(**f) for f in record.get("files", [])),
                 operation_metrics=dict(row["operationMetrics"] or {}),
+                skip_reason=(record.get("skipped") or {}).get("reason"),
+                skipped_by=(record.get("skipped") or {}).get("by"),
             )
         )
     return commits

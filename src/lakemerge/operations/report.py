@@ -122,7 +122,7 @@ def build_report(commits: Sequence[CommitInfo], summary: TableSummary, *, genera
             for v in (
                 c.version,
                 c.timestamp.replace("T", " ")[:19],
-                c.operation,
+                f"skipped by {c.skipped_by}: {c.skip_reason}" if c.skip_reason else c.operation,
                 len(c.files),
                 *(c.metrics.get(k, 0) for k in ("rows_read", "inserted", "updated", "deleted", "late", "rows_bad")),
                 "" if c.seconds is None else f"{c.seconds:.1f}",
