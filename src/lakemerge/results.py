@@ -186,6 +186,8 @@ class CommitInfo(Result):
         operation_metrics: Delta's metrics (files and bytes added and removed, rows, time).
         skip_reason / skipped_by: the commit records ``files`` as skipped by an operator
             (``lakemerge skip``): why, and who.
+        change_log: a commit of a ``log`` table's change log (``PATH__log``, where its batches
+            commit), shown with the table's own commits; ``version`` is the log's.
     """
 
     version: int
@@ -199,11 +201,14 @@ class CommitInfo(Result):
     operation_metrics: dict[str, str] = field(default_factory=dict)
     skip_reason: str | None = None
     skipped_by: str | None = None
+    change_log: bool = False
 
 
 @dataclass(frozen=True)
 class TableSummary(Result):
-    """What ``show`` reports: schema, size, latest version and a few rows."""
+    """What ``show`` reports: schema, size, latest version and a few rows. For a ``log`` table, the
+    table as of its last compaction, and ``log_rows``: the rows of its change log (``None`` for
+    other tables)."""
 
     path: str
     version: int
@@ -213,6 +218,7 @@ class TableSummary(Result):
     files: int
     bytes: int
     sample: tuple[dict[str, Any], ...]
+    log_rows: int | None = None
 
 
 @dataclass(frozen=True)

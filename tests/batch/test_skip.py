@@ -56,7 +56,7 @@ def test_a_poison_file_is_named_with_what_to_do_then_skipped(spark: object, tmp_
     assert skip.skip_reason == "export cut short" and skip.skipped_by and skip.metrics["rows_read"] == 0
     assert [Path(f.path).name for f in skip.files] == ["f2.csv"]
     shown = runner.invoke(app, ["history", table.path])
-    assert "SKIP by" in shown.output and "export cut short" in shown.output
+    assert "SKIP" in shown.output and "skipped by" in shown.output and "export cut short" in shown.output
     report = lakemerge.report(table.path, tmp_path / "r.html", spark=spark)
     assert "export cut short" in Path(report.out).read_text()
     assert run_tables([table], spark=spark) == []  # never applied later
@@ -73,11 +73,14 @@ def test_a_poison_file_is_named_with_what_to_do_then_skipped(spark: object, tmp_
 @pytest.mark.parametrize("mode", ["copy_on_write", "log"])
 def test_a_first_file_that_is_poison_on_a_table_not_created_yet(spark: object, tmp_path: Path, mode: str) -> None:
     path = pipeline(tmp_path, mode=mode)
-    poison = land(tmp_path, "f1.csv", ["1,1,U,a"], header="id,seq,op,_lm_v")
+    poison = tmp_path / "landing" / "f1.csv.gz"
+    poison.parent.mkdir(parents=True)
+    poison.write_bytes(b"\x1f\x8b not gzip after all")  # a file no reader can read
     land(tmp_path, "f2.csv", ["2,1,U,b"])
     table = lakemerge.load_pipeline(path).table("t")
-    with pytest.raises(lakemerge.InputError, match="lakemerge skip"):
+    with pytest.raises(lakemerge.InputError, match="lakemerge skip") as info:
         run_tables([table], spark=spark)
+    assert str(info.value.path).endswith("f1.csv.gz")
     skipped = lakemerge.skip(path, table="t", files=[str(poison)], reason="wrong export", spark=spark)
     assert skipped.version == 0 and skipped.reason == "wrong export"
     [done] = run_tables([table], spark=spark)

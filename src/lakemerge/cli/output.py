@@ -183,13 +183,17 @@ def _commits(commits: Sequence[CommitInfo]) -> None:
     for c in commits:
         m = c.metrics
         grid.add_row(
-            str(c.version),
+            f"log {c.version}" if c.change_log else str(c.version),
             c.timestamp.replace("T", " ")[:19],
-            f"SKIP by {c.skipped_by}: {c.skip_reason}" if c.skip_reason else c.operation,
+            "SKIP" if c.skip_reason else c.operation,
             str(len(c.files)) if c.batch_id else "",
             *[str(m.get(k, "")) if c.batch_id else "" for k in ("rows_read", "inserted", "updated", "deleted", "late")],
         )
     out.print(grid)
+    for c in commits:
+        if c.skip_reason:
+            names = ", ".join(f.path.rsplit("/", 1)[-1] for f in c.files)
+            out.print(f"version {c.version}: {names} skipped by {c.skipped_by}: {c.skip_reason}", soft_wrap=True)
 
 
 def _history(result: History) -> None:
@@ -199,6 +203,11 @@ def _history(result: History) -> None:
 def _summary(s: TableSummary) -> None:
     """Schema, counts and a sample."""
     out.print(f"[bold]{s.path}[/] version {s.version}: {s.rows} rows in {s.files} file(s), {s.bytes} bytes")
+    if s.log_rows is not None:
+        out.print(
+            f"a log table: these rows are its last compaction; its change log holds {s.log_rows} row(s) more "
+            "(lakemerge.read_merged gives the current rows)"
+        )
     if s.partition_by:
         out.print(f"partitioned by {', '.join(s.partition_by)}")
     schema = Table(title="schema", show_header=True, header_style="bold")
