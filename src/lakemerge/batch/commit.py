@@ -71,14 +71,14 @@ def _prepare(spark: SparkSession, plan: BatchPlan) -> None:
     fields = {f.name: f for f in plan.classified.schema.fields}
     columns = StructType([fields[c] for c in plan.data_columns if c in fields])
     if table.log_mode:
-        if not store.table_exists(spark, table.path):
+        if not plan.exists and not store.table_exists(spark, table.path):
             empty = plan.classified.select(*[col(c) for c in columns.names]).limit(0)
             with ledger.commit_record(spark, {"created_for_change_log": table.log_table}, txn_version=None):
                 store.create_table(empty, table)
-        else:
-            store.map_names(spark, table.path, columns)
-        if plan.exists and store.table_exists(spark, table.log_table):
-            store.map_names(spark, table.log_table, columns)
+        elif store.needs_mapping(columns):  # (metadata reads only for such names)
+            for path in (table.path, table.log_table):
+                if store.table_exists(spark, path):
+                    store.map_names(spark, path, columns)
     elif plan.exists:
         store.map_names(spark, table.path, columns)
 

@@ -173,7 +173,10 @@ def read_sides(
     for path in (table.path, table.log_table):
         if not store.table_exists(spark, path):
             continue
-        found = stats.read_listed(spark, path, within=within) if listed or path == table.log_table else None
+        if listed or path == table.log_table:
+            found = stats.read_listed(spark, path, within=within)
+        else:
+            found = stats.read_if_empty(spark, path)  # (the table before its first compaction)
         if found is None:
             # Read through Delta, whose file skipping takes the ranges as a filter.
             found = store.read_pinned(spark, path)

@@ -168,6 +168,15 @@ def read_listed(
     return DataFrame(snapshot.deltaLog().createDataFrame(snapshot, files, False, none), spark)
 
 
+def read_if_empty(spark: SparkSession, path: str) -> DataFrame | None:
+    """:func:`read_listed` of the table at ``path`` when its latest version's checksum lists no data
+    file (a ``log`` table's table before its first compaction), else ``None``: an empty table read
+    through Delta costs a Spark job for Delta's file skipping on every read."""
+    snapshot = latest_snapshot(spark, path)
+    files = _listed_files(snapshot) if snapshot.version() >= 0 else None
+    return read_listed(spark, path) if files is not None and int(files.size()) == 0 else None
+
+
 def _files_within(
     spark: SparkSession, snapshot: Any, files: Any, column: str, overlaps: Callable[[Any, Any], bool]
 ) -> Any:
