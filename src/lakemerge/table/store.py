@@ -88,7 +88,11 @@ def read_pinned(spark: SparkSession, path: str) -> DataFrame:
     a batch writes to paths its cached classification read (its tombstones, its log, its own
     commit), which would drop that classification and plan or compute it again. A read of a fixed
     version is a different relation, which those refreshes leave alone."""
-    version = int(latest_snapshot(spark, path).version())
+    return read_version(spark, path, int(latest_snapshot(spark, path).version()))
+
+
+def read_version(spark: SparkSession, path: str, version: int) -> DataFrame:
+    """The table at ``path`` as of ``version`` (see :func:`read_pinned`)."""
     return spark.read.format("delta").option("versionAsOf", version).load(path)
 
 
