@@ -74,6 +74,14 @@ def test_text_and_json_feeds_and_a_bad_header(spark: object, tmp_path: Path) -> 
     assert bad.row == 1 and "byte E9 at byte 8" in bad.reason
 
     (tmp_path / "in" / "a.txt").unlink()
+    land(tmp_path, "h.txt", b"id|seq|brand\n3|1|caf\xe9\n4|1|ok\n")
+    headed = table(tmp_path, "headed", format="text", delimiter_regex="\\|")
+    result = lakemerge.apply_table(headed, spark=spark)
+    assert (result.metrics.rows_read, result.metrics.rows_bad) == (2, 1)  # the header line is no record
+    assert [q.row for q in lakemerge.quarantine(headed, spark=spark)] == [2]
+    assert read_table(headed.path, ["id", "brand"]) == [{"id": 4, "brand": "ok"}]
+
+    (tmp_path / "in" / "h.txt").unlink()
     ok = json.dumps({"id": 2, "seq": 1, "brand": "ok"}).encode()
     land(tmp_path, "a.json", b'{"id": 1, "seq": 1, "brand": "caf\xe9"}\n' + ok + b"\n")
     js = table(tmp_path, "json", format="json", header=False, types={})

@@ -173,6 +173,11 @@ def read_text(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -> Re
         return _empty(spark, paths)
     text = spark.read.text(list(paths)).select("value", "_metadata")
     text = position(text).filter(F.length("value") > 0)
+    header = _first_line(spark, paths[0]) if feed.header else None
+    if header is not None:
+        # Each file's header line (at the start of its first split) is not a record: files of one
+        # feed share their header.
+        text = text.filter(~((F.col(C.BLOCK) == 0) & (F.col("value") == F.lit(header))))
     fields = F.split(F.col("value"), feed.delimiter_regex, -1)
     width = len(names)
     null = F.lit(feed.null_value) if feed.null_value is not None else None
