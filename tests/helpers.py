@@ -15,9 +15,22 @@ def write_lines(path: Path, lines: Iterable[str]) -> Path:
     return path
 
 
+def table_rows(path: str | Path) -> list[dict[str, Any]]:
+    """Every row of the Delta table's latest version, read by delta-rs: through its query engine
+    when the table maps column names (``delta.columnMapping.mode``), which its Arrow reader reads as
+    nulls."""
+    table = deltalake.DeltaTable(str(path))
+    if table.metadata().configuration.get("delta.columnMapping.mode", "none") == "none":
+        return list(table.to_pyarrow_table().to_pylist())
+    import pyarrow
+
+    found = deltalake.QueryBuilder().register("t", table).execute("SELECT * FROM t").read_all()
+    return list(pyarrow.table(found).to_pylist())
+
+
 def read_table(path: str | Path, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """Rows of the Delta table's latest version, read by delta-rs, sorted for comparison."""
-    rows = deltalake.DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+    rows = table_rows(path)
     if columns is not None:
         rows = [{c: r.get(c) for c in columns} for r in rows]
     return sorted(rows, key=lambda r: [(v is None, str(v)) for v in r.values()])
@@ -40,7 +53,7 @@ def read_log_view(table: str | Path, log: str | Path, key: str, columns: Sequenc
     for path, logged in sides:
         if not (Path(path) / "_delta_log").exists():
             continue
-        for row in deltalake.DeltaTable(str(path)).to_pyarrow_table().to_pylist():
+        for row in table_rows(path):
             batch, op = (int(row["_lm_batch"]), str(row["_lm_op"])) if logged else (0, "U")
             if row[key] not in newest or batch > newest[row[key]][0]:
                 newest[row[key]] = (batch, op, row)

@@ -18,6 +18,7 @@ from lakemerge.config import PipelineConfig, SparkSettings, TableConfig
 from lakemerge.config.pipeline_file import load_pipeline as load_pipeline
 from lakemerge.config.properties_file import load_properties as load_properties
 from lakemerge.config.records import RecordsConfig
+from lakemerge.documents import SparkConf
 from lakemerge.errors import ConfigError
 from lakemerge.results import (
     BatchResult,
@@ -30,7 +31,7 @@ from lakemerge.results import (
     Registered,
     ReportResult,
     RollbackResult,
-    SparkConf,
+    SkipResult,
     TableSummary,
     VacuumResult,
 )
@@ -93,11 +94,7 @@ def apply(
 
 
 def apply_table(
-    table: TableConfig,
-    *,
-    inputs: Sequence[str] | None = None,
-    dry_run: bool = False,
-    spark: SparkSession | None = None,
+    table: TableConfig, *, inputs: Sequence[str] | None = None, dry_run: bool = False, spark: SparkSession | None = None
 ) -> BatchResult:
     """Apply the next batch of one table's feed (or of ``inputs``) in one commit (or plan it only)."""
     from lakemerge.batch.attempts import apply_table as apply_one
@@ -238,6 +235,19 @@ def stream(
     )
 
 
+def skip(
+    pipeline: Pipeline, *, table: str, files: Sequence[str], reason: str, spark: SparkSession | None = None
+) -> SkipResult:
+    """Record ``files`` of the pipeline's ``table`` as skipped by an operator, for ``reason``: they are
+    never applied, and the ledger (``history``, the report) says so. For a file no batch can apply,
+    which would otherwise stop every later batch of the table."""
+    from lakemerge.batch.skip import skip_files
+
+    config = _pipeline(pipeline)
+    chosen = config.table(table)
+    return skip_files(spark or spark_session(config.spark), chosen, files, reason=reason)
+
+
 def snapshot(pipeline: Pipeline, group: str, *, spark: SparkSession | None = None) -> GroupPoint | None:
     """The group's consistent point ``{table: version}`` (``None`` before its first complete run)."""
     from lakemerge.batch.groups import snapshot as group_snapshot
@@ -278,10 +288,7 @@ def rollback(
 
 
 def register(
-    pipeline: Pipeline,
-    *,
-    tables: Sequence[str] | None = None,
-    spark: SparkSession | None = None,
+    pipeline: Pipeline, *, tables: Sequence[str] | None = None, spark: SparkSession | None = None
 ) -> list[Registered]:
     """Register the pipeline's existing tables (or ``tables``) and their views in the Spark catalog,
     under each table's ``catalog_name`` (default ``<database>.<name>``). Batches register their
@@ -351,10 +358,7 @@ def vacuum(
 
 
 def compact(
-    pipeline: Pipeline,
-    *,
-    tables: Sequence[str] | None = None,
-    spark: SparkSession | None = None,
+    pipeline: Pipeline, *, tables: Sequence[str] | None = None, spark: SparkSession | None = None
 ) -> list[CompactionResult]:
     """Compact the pipeline's tables (or the named ones): fold ``log`` tables' change logs,
     bin-pack and cluster by key, purge deletion vectors (docs/modes.md)."""

@@ -25,6 +25,7 @@ HEADER = "_lm_header"  # lines before the first record in the row's file
 SNAPSHOT = "_lm_snapshot"  # the row comes from a full-snapshot feed
 SNAPSHOT_ABSENT = "_lm_snapshot_absent"  # a delete made for a key the snapshot lacks
 PLACE = "_lm_place"  # records given as a DataFrame: where the row came from (its row id: its position there)
+REPLACED = "_lm_replaced"  # a decoded text row holds U+FFFD: its file may hold bytes that are not UTF-8
 
 
 def quoted(name: str) -> str:

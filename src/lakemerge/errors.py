@@ -16,6 +16,9 @@ class LakemergeError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+        #: What the failing command committed before it failed (``lakemerge run``'s earlier batches,
+        #: as :class:`lakemerge.results.BatchResult`): set by the run loop, shown by the CLI.
+        self.committed: tuple[object, ...] = ()
 
     def __str__(self) -> str:
         return self.message

@@ -29,6 +29,15 @@ class AppliedFile(Result):
 
 
 @dataclass(frozen=True)
+class IgnoredEntry(Result):
+    """An entry of a landing zone that a batch did not read, and why (hidden, a name Hadoop cannot
+    read, a dangling symbolic link)."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class BatchMetrics(Result):
     """Row accounting of one batch.
 
@@ -117,6 +126,8 @@ class BatchResult(Result):
         created: whether this batch created the table.
         files: the change files the batch applied.
         skipped_files: files found but already applied by an earlier batch.
+        ignored_entries: entries of the landing zones not read, each with why: hidden ones (names
+            starting with ``.`` or ``_``), names Hadoop cannot read, dangling symbolic links.
         metrics: row accounting; ``seconds`` the batch's wall time.
         files_added / files_removed / bytes_added / bytes_removed: Delta's data-file metrics.
         dry_run: the batch was only planned; nothing was committed.
@@ -149,6 +160,26 @@ class BatchResult(Result):
     source: str | None = None
     source_batch: int | None = None
     applied_before: bool = False
+    ignored_entries: tuple[IgnoredEntry, ...] = ()
+
+
+@dataclass(frozen=True)
+class SkipResult(Result):
+    """What ``lakemerge skip`` recorded.
+
+    Attributes:
+        table / path: the table.
+        version: the commit holding the record (on the change log of a ``log`` table that has one).
+        files: the files recorded as skipped: never applied.
+        reason / by: the operator's reason, and who recorded it (the user name).
+    """
+
+    table: str
+    path: str
+    version: int
+    files: tuple[AppliedFile, ...]
+    reason: str
+    by: str
 
 
 @dataclass(frozen=True)
@@ -161,6 +192,10 @@ class CommitInfo(Result):
         source / source_batch: for a batch given as a DataFrame, its source and the source's batch id.
         seconds: the batch's duration, from its start to its commit.
         operation_metrics: Delta's metrics (files and bytes added and removed, rows, time).
+        skip_reason / skipped_by: the commit records ``files`` as skipped by an operator
+            (``lakemerge skip``): why, and who.
+        change_log: a commit of a ``log`` table's change log (``PATH__log``, where its batches
+            commit), shown with the table's own commits; ``version`` is the log's.
     """
 
     version: int
@@ -174,11 +209,16 @@ class CommitInfo(Result):
     operation_metrics: dict[str, str] = field(default_factory=dict)
     source: str | None = None
     source_batch: int | None = None
+    skip_reason: str | None = None
+    skipped_by: str | None = None
+    change_log: bool = False
 
 
 @dataclass(frozen=True)
 class TableSummary(Result):
-    """What ``show`` reports: schema, size, latest version and a few rows."""
+    """What ``show`` reports: schema, size, latest version and a few rows. For a ``log`` table, the
+    table as of its last compaction, and ``log_rows``: the rows of its change log (``None`` for
+    other tables)."""
 
     path: str
     version: int
@@ -188,6 +228,7 @@ class TableSummary(Result):
     files: int
     bytes: int
     sample: tuple[dict[str, Any], ...]
+    log_rows: int | None = None
 
 
 @dataclass(frozen=True)
@@ -306,66 +347,6 @@ class DemoResult(Result):
     batches: tuple[BatchResult, ...]
     changes: tuple[ChangedRecord, ...]
     history: tuple[CommitInfo, ...]
-
-
-@dataclass(frozen=True)
-class Batches(Result):
-    """The batches one command applied (``apply``, ``run``), in commit order."""
-
-    batches: tuple[BatchResult, ...]
-
-
-@dataclass(frozen=True)
-class History(Result):
-    """A table's commits, newest first (``history``)."""
-
-    table: str
-    commits: tuple[CommitInfo, ...]
-
-
-@dataclass(frozen=True)
-class Quarantine(Result):
-    """A table's quarantined records (``quarantine``): the table, where its quarantine is, the rows."""
-
-    table: str
-    quarantine: str
-    rows: tuple[QuarantinedRow, ...]
-
-
-@dataclass(frozen=True)
-class GroupPoints(Result):
-    """Each group's last consistent point (``snapshot``); ``None`` before its first complete run."""
-
-    groups: dict[str, GroupPoint | None]
-
-
-@dataclass(frozen=True)
-class Compactions(Result):
-    """What ``compact`` did to each table."""
-
-    tables: tuple[CompactionResult, ...]
-
-
-@dataclass(frozen=True)
-class Vacuums(Result):
-    """What ``vacuum`` did to each table."""
-
-    tables: tuple[VacuumResult, ...]
-
-
-@dataclass(frozen=True)
-class Registrations(Result):
-    """What ``register`` put in the Spark catalog, per table."""
-
-    tables: tuple[Registered, ...]
-
-
-@dataclass(frozen=True)
-class SparkConf(Result):
-    """The Spark settings lakemerge starts a session with (``conf``): the master and every setting."""
-
-    master: str
-    conf: dict[str, str]
 
 
 @dataclass(frozen=True)

@@ -327,3 +327,65 @@ def test_file_names_with_spaces_keep_their_order_and_are_archived(spark: object,
     drop(tmp_path / "bad", "c 3.csv", ["1,p,1,I,ok", "2,p,not-a-number,I,bad"])
     with pytest.raises(lakemerge.InputError, match=r"c 3\.csv.*row 3|row 3.*c 3\.csv"):
         run_tables([bad], spark=spark)
+
+
+def test_a_writer_whose_batch_a_concurrent_writer_took_carries_on(
+    spark: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Overlapping schedulers are normal: the writer that lost its batch number plans again and
+    applies what is still pending; with one attempt allowed, it still never gives up."""
+    import lakemerge.batch.attempts as attempts
+
+    t = cfg(tmp_path, max_files_per_batch=1, commit_attempts=1)
+    for i in range(1, 4):
+        drop(tmp_path, f"f{i}.csv", [f"{i},p,{i},I,v{i}", f"9,p,{i},U,from-f{i}"])
+    real = attempts.commit_batch
+    raced: list[object] = []
+
+    def racing(plan: object, *, spark: object) -> object:
+        if not raced:  # another writer commits the same batch number first
+            raced.append("racing")
+            raced[0] = lakemerge.apply_table(t, spark=spark)
+        return real(plan, spark=spark)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(attempts, "commit_batch", racing)
+    mine = run_tables([t], spark=spark)
+    [theirs] = raced
+    assert theirs.version == 0  # type: ignore[attr-defined]
+    assert [r.version for r in mine] == [1, 2]
+    applied = [f.path for c in lakemerge.history(t.path, spark=spark) for f in c.files]
+    assert sorted(Path(p).name for p in applied) == ["f1.csv", "f2.csv", "f3.csv"]
+    assert values(t) == {1: "v1", 2: "v2", 3: "v3", 9: "from-f3"}
+
+
+def test_giving_up_says_why_and_json_reports_what_was_committed(
+    spark: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import lakemerge.batch.attempts as attempts
+    from lakemerge.errors import ConflictError
+
+    pipeline = tmp_path / "p.toml"
+    pipeline.write_text(
+        '[tables.t]\npath = "table"\nkey = "id"\nsequence = "seq"\nmax_files_per_batch = 1\ncommit_attempts = 2\n'
+        f'[tables.t.feed]\nlocation = "landing"\nformat = "csv"\nheader = true\nschema = "{SCHEMA}"\n'
+        'op_column = "op"\n'
+    )
+    drop(tmp_path, "f1.csv", ["1,p,1,I,a"])
+    drop(tmp_path, "f2.csv", ["2,p,1,I,b"])
+    real = attempts.commit_batch
+
+    def conflicting(plan: object, *, spark: object) -> object:
+        if plan.txn_version == 1:  # type: ignore[attr-defined]
+            return real(plan, spark=spark)  # type: ignore[arg-type]
+        raise ConflictError("a concurrent writer committed to the table first (Delta's ConcurrentAppendException)")
+
+    monkeypatch.setattr(attempts, "commit_batch", conflicting)
+    monkeypatch.setattr(attempts.time, "sleep", lambda seconds: None)
+    result = runner.invoke(app, ["run", str(pipeline), "--json"])
+    assert result.exit_code == 4
+    document = json.loads(result.stdout)
+    message = document["error"]["message"]
+    assert "gave up after 2 attempts" in message and "ConcurrentAppendException" in message
+    assert "()" not in message and "streaming" not in message
+    assert [b["version"] for b in document["batches"]] == [0]
+    assert [Path(f["path"]).name for f in document["batches"][0]["files"]] == ["f1.csv"]

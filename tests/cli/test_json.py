@@ -14,6 +14,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from lakemerge import documents as docs
 from lakemerge import results
 from lakemerge.cli.app import app
 from tests.helpers import write_lines
@@ -80,29 +81,32 @@ def invoke(*args: str) -> Any:
 def test_every_command_prints_its_result_types_document(spark: object, tmp_path: Path, pipeline: Path) -> None:
     table = str(tmp_path / "lake" / "t")
     documents: dict[str, tuple[Any, Any]] = {
-        "apply": (invoke("apply", str(pipeline), "-t", "json_t"), results.Batches),
+        "apply": (invoke("apply", str(pipeline), "-t", "json_t"), docs.Batches),
     }
     write_lines(tmp_path / "landing" / "f2.csv", ["id,seq,op,v", "1,2,U,a2"])
-    documents["run"] = (invoke("run", str(pipeline)), results.Batches)
-    documents["snapshot"] = (invoke("snapshot", str(pipeline)), results.GroupPoints)
+    documents["run"] = (invoke("run", str(pipeline)), docs.Batches)
+    documents["snapshot"] = (invoke("snapshot", str(pipeline)), docs.GroupPoints)
     write_lines(tmp_path / "landing_u" / "u2.csv", ["id,seq,op,v", "2,1,I,b"])
-    documents["stream"] = (invoke("stream", str(pipeline), "-t", "json_u"), results.Batches)
-    documents["history"] = (invoke("history", table), results.History)
+    documents["stream"] = (invoke("stream", str(pipeline), "-t", "json_u"), docs.Batches)
+    poison = write_lines(tmp_path / "landing" / "f3.csv", ["id,seq,op,v", "1,3,U,never"])
+    skip = ("skip", str(pipeline), str(poison), "-t", "json_t", "--reason", "cut short")
+    documents["skip"] = (invoke(*skip), results.SkipResult)
+    documents["history"] = (invoke("history", table), docs.History)
     documents["show"] = (invoke("show", table), results.TableSummary)
-    documents["quarantine"] = (invoke("quarantine", table), results.Quarantine)
+    documents["quarantine"] = (invoke("quarantine", table), docs.Quarantine)
     documents["report"] = (invoke("report", table, "--out", str(tmp_path / "r.html")), results.ReportResult)
     try:
-        documents["register"] = (invoke("register", str(pipeline)), results.Registrations)
+        documents["register"] = (invoke("register", str(pipeline)), docs.Registrations)
     finally:
         for name in ("json_t", "json_u"):
             spark.sql(f"DROP TABLE IF EXISTS default.{name}")  # type: ignore[attr-defined]
-    documents["compact"] = (invoke("compact", str(pipeline), "-t", "json_t"), results.Compactions)
-    documents["conf"] = (invoke("conf", str(pipeline)), results.SparkConf)
+    documents["compact"] = (invoke("compact", str(pipeline), "-t", "json_t"), docs.Compactions)
+    documents["conf"] = (invoke("conf", str(pipeline)), docs.SparkConf)
     documents["rollback"] = (
         invoke("rollback", table, "--to-version", "0", "--keep-files-applied"),
         results.RollbackResult,
     )
-    documents["vacuum"] = (invoke("vacuum", str(pipeline), "-t", "json_t"), results.Vacuums)
+    documents["vacuum"] = (invoke("vacuum", str(pipeline), "-t", "json_t"), docs.Vacuums)
     documents["demo"] = (invoke("demo", "--dir", str(tmp_path / "demo")), results.DemoResult)
     commands = {c.name for c in typer.main.get_command(app).commands.values()}  # type: ignore[attr-defined]
     assert set(documents) == commands, "every command's document is checked"
@@ -113,6 +117,10 @@ def test_every_command_prints_its_result_types_document(spark: object, tmp_path:
     assert documents["snapshot"][0]["groups"]["g"]["versions"] == {"json_u": 0}
     assert [len(b["files"]) for b in documents["stream"][0]["batches"]] == [1], "u1.csv was applied by run"
     assert [b["table"] for b in documents["run"][0]["batches"]] == ["json_u", "json_t"]
+    skipped = [c for c in documents["history"][0]["commits"] if c["skip_reason"]]
+    assert [(c["skip_reason"], [Path(f["path"]).name for f in c["files"]]) for c in skipped] == [
+        ("cut short", ["f3.csv"])
+    ]
 
 
 def test_every_command_accepts_json_verbose_and_master() -> None:

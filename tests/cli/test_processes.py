@@ -201,3 +201,33 @@ def test_two_writers_and_a_reader(tmp_path: Path) -> None:
         {"id": k, "seq": files - 1, "v": f"file{files - 1:03d}"} for k in range(KEYS)
     ]
     assert_each_file_applied_once(str(tmp_path / "table"), files)
+
+
+@pytest.mark.processes
+def test_two_schedulers_started_together_both_succeed(tmp_path: Path) -> None:
+    """Two ``lakemerge run --json`` started at once on one pipeline (overlapping cron runs): each
+    applies what it wins and re-plans what it loses; both exit 0 with their document, and every
+    file is applied exactly once."""
+    files = 8
+    (tmp_path / "landing").mkdir(parents=True)
+    for i in range(files):
+        feed_file(tmp_path, i)
+    path = pipeline(tmp_path, max_files=1)
+    writers = [
+        subprocess.Popen(
+            [*lakemerge_command(), "run", str(path), "--json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+        )
+        for _ in range(2)
+    ]
+    outputs = [w.communicate(timeout=600) for w in writers]
+    assert [w.returncode for w in writers] == [0, 0], [err for _, err in outputs]
+    import json
+
+    committed = [f["path"] for out, _ in outputs for b in json.loads(out)["batches"] for f in b["files"]]
+    assert sorted(Path(p).name for p in committed) == [f"f{i:03d}.csv" for i in range(files)]
+    assert_each_file_applied_once(str(tmp_path / "table"), files)
+    assert sorted(read_table(tmp_path / "table", ["id", "seq", "v"]), key=lambda r: r["id"]) == oracle(tmp_path, files)  # type: ignore[arg-type, return-value]

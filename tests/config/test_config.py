@@ -272,3 +272,57 @@ def test_the_readme_change_feed_examples_validate(tmp_path: Path) -> None:
     pipeline = lakemerge.load_pipeline(write(tmp_path, text))
     assert pipeline.table("accounts").feed.debezium.fractional_digits == {"updated_at": 6}
     assert pipeline.table("customers").sequence_columns == ("_lm_phase", "dms_ts")
+
+
+DECLARED = """
+[tables.t]
+path = "lake/t"
+key = "id"
+sequence = "seq"
+{table}
+[tables.t.feed]
+location = "landing"
+format = "csv"
+header = true
+schema = "id INT, seq BIGINT, op STRING, `first name` STRING, town STRING"
+op_column = "op"
+{feed}
+"""
+
+
+@pytest.mark.parametrize(
+    ("table", "feed", "key", "column"),
+    [
+        ('history = "scd2"\ntrack_columns = ["city"]', "", "tables.t.track_columns", "city"),
+        ('ignore_null_updates = ["first_name"]', "", "tables.t.ignore_null_updates", "first_name"),
+        ('partition_by = ["region"]', "", "tables.t.partition_by", "region"),
+        ('key = "ID"', "", "tables.t.key", "ID"),
+        ("", 'types = { price = "int" }', "tables.t.feed.types", "price"),
+        ("", 'keep_columns = ["id", "seq", "zip"]', "tables.t.feed.keep_columns", "zip"),
+        ("", 'drop_columns = ["zip"]', "tables.t.feed.drop_columns", "zip"),
+        (
+            "",
+            'snapshot = true\nsnapshot_order = "column"\nsnapshot_column = "at"',
+            "tables.t.feed.snapshot_column",
+            "at",
+        ),
+    ],
+)
+def test_column_references_are_checked_against_the_declared_schema(
+    tmp_path: Path, table: str, feed: str, key: str, column: str
+) -> None:
+    text = DECLARED.format(table=table, feed=feed)
+    if 'key = "ID"' in text:
+        text = text.replace('key = "id"\n', "")
+    with pytest.raises(lakemerge.ConfigError) as info:
+        lakemerge.load_pipeline(write(tmp_path, text))
+    assert info.value.key == key and f"column '{column}'" in str(info.value) and "first name" in str(info.value)
+
+
+def test_names_in_backticks_are_declared_columns(tmp_path: Path) -> None:
+    text = DECLARED.format(table='history = "scd2"\ntrack_columns = ["first name"]', feed="")
+    assert lakemerge.load_pipeline(write(tmp_path, text)).table("t").track_columns == ("first name",)
+    from lakemerge.config.feed import ddl_names
+
+    ddl = "a INT, `b c` STRING, `d``e` DECIMAL(10, 2), m MAP<STRING, INT>, s STRUCT<x: INT, y: STRING> COMMENT 'p, q'"
+    assert ddl_names(ddl) == ("a", "b c", "d`e", "m", "s")

@@ -106,3 +106,25 @@ def test_ordering_by_name_makes_later_batches_newer(spark: object, tmp_path: Pat
     r = apply(spark, t, tmp_path / "2", ["id,v", "1,next-batch"])
     assert r.metrics.updated == 1
     assert [(x["v"], x["_lm_sequence"]) for x in read_table(t.path)] == [("next-batch", 2)]
+
+
+def test_scd2_tables_take_new_columns(spark: object, tmp_path: Path) -> None:
+    """docs/semantics.md §7: a new feed column is added to an SCD type 2 table too, null in the
+    versions stored before it; tracked like every column when ``track_columns`` is not set."""
+    t = cfg(tmp_path, None, history="scd2", feed={"types": {"id": "int", "seq": "bigint"}})
+    apply(spark, t, tmp_path / "1", ["id,seq,name", "1,1,ann", "2,1,bob"])
+    r = apply(spark, t, tmp_path / "2", ["id,seq,name,city", "1,2,ann,paris", "3,1,cy,rome"])
+    assert (r.metrics.updated, r.metrics.inserted) == (1, 1)
+    columns = ["id", "name", "city", "__start_at", "__end_at"]
+    assert read_table(t.path, columns) == [
+        {"id": 1, "name": "ann", "city": "paris", "__start_at": 2, "__end_at": None},
+        {"id": 1, "name": "ann", "city": None, "__start_at": 1, "__end_at": 2},
+        {"id": 2, "name": "bob", "city": None, "__start_at": 1, "__end_at": None},
+        {"id": 3, "name": "cy", "city": "rome", "__start_at": 1, "__end_at": None},
+    ]
+    untracked = cfg(tmp_path / "u", None, history="scd2", track_columns=("name",), feed={"types": {"id": "int"}})
+    apply(spark, untracked, tmp_path / "u1", ["id,seq,name", "1,1,ann"])
+    apply(spark, untracked, tmp_path / "u2", ["id,seq,name,city", "1,2,ann,paris"])
+    assert read_table(untracked.path, ["id", "seq", "city", "__start_at"]) == [
+        {"id": 1, "seq": "2", "city": "paris", "__start_at": "1"}
+    ]

@@ -5,6 +5,8 @@ defaults"). Tests that pin how lakemerge runs, not what it does, are marked ``in
 from __future__ import annotations
 
 import shlex
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -140,3 +142,35 @@ def test_sessions_do_not_record_the_python_call_site_of_every_column_expression(
 def test_local_sessions_rebuild_delta_file_lists_in_one_partition(master: str, partitions: str | None) -> None:
     conf = session_conf(lakemerge.SparkSettings(master=master))
     assert conf.get("spark.databricks.delta.snapshotPartitions") == partitions
+
+
+def test_nothing_is_written_to_the_working_directory(
+    spark: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spark's in-memory catalog makes ./spark-warehouse the first time a statement names a table
+    (a batch whose every change is late commits its record by one): local sessions keep it under
+    the temp directory."""
+    import os
+
+    import lakemerge
+    from lakemerge.spark.session import session_conf
+    from tests.helpers import write_lines
+
+    conf = session_conf(lakemerge.SparkSettings(master="local[1]"))
+    assert conf["spark.sql.warehouse.dir"].startswith(tempfile.gettempdir())
+    assert "spark.sql.warehouse.dir" not in session_conf(lakemerge.SparkSettings(master="spark://h:7077"))
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    t = lakemerge.TableConfig(
+        name="t",
+        path=str(tmp_path / "t"),
+        key=("id",),
+        sequence=("seq",),
+        feed=lakemerge.FeedConfig(location=(str(tmp_path / "in"),), format="csv", header=True),
+    )
+    write_lines(tmp_path / "in" / "a.csv", ["id,seq", "1,5"])
+    lakemerge.apply_table(t, spark=spark)
+    write_lines(tmp_path / "in" / "b.csv", ["id,seq", "1,4"])  # late: a commit of its record only
+    assert lakemerge.apply_table(t, spark=spark).metrics.late == 1
+    assert os.listdir(work) == []

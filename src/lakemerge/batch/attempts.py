@@ -21,7 +21,7 @@ from lakemerge.batch.select import NothingPending
 from lakemerge.config.table import TableConfig
 from lakemerge.errors import ConflictError, TableError, first_line
 from lakemerge.operations import compact as compaction
-from lakemerge.results import BatchMetrics, BatchResult
+from lakemerge.results import BatchMetrics, BatchResult, IgnoredEntry
 from lakemerge.spark import localfs, tuning
 from lakemerge.spark.errors import translate
 from lakemerge.spark.scoped import scoped_conf
@@ -42,9 +42,11 @@ def apply_table(
     """Apply the next batch of ``table``'s feed (or of ``inputs``, or the records of ``frame``) in
     one commit.
 
-    The batch is every pending file, in file order, up to the table's batch limits. A commit that
-    loses a race to a concurrent writer is planned again from scratch (the files it had may now be
-    applied), with exponential backoff, up to ``table.commit_attempts`` times.
+    The batch is every pending file, in file order, up to the table's batch limits. A batch whose
+    number a concurrent writer committed first is planned again from scratch (its files may now be
+    applied, and then nothing is left to do): overlapping writers are normal. Only attempts lost
+    while no writer committed a batch count, with exponential backoff, up to
+    ``table.commit_attempts`` in a row (docs/semantics.md §8).
 
     Args:
         table: the table and its feed.
@@ -60,7 +62,7 @@ def apply_table(
     Raises:
         InputError: a path is missing or a record is bad (nothing is committed).
         SchemaError: the feed's columns cannot be written to the table (nothing is committed).
-        ConflictError: concurrent writers won every attempt.
+        ConflictError: ``commit_attempts`` attempts in a row lost while no writer committed a batch.
     """
     started = time.monotonic()
     given = _Given(inputs, frame, dry_run, started)
@@ -82,27 +84,53 @@ class _Given:
 
 
 def _apply(table: TableConfig, *, spark: SparkSession, given: _Given) -> BatchResult:
-    dry_run = given.dry_run
-    for attempt in range(1, table.commit_attempts + 1):
+    lost = 0  # attempts lost in a row while no writer committed a batch
+    reasons: list[str] = []
+    while True:
+        planned: list[int] = []
         try:
             own = tuning.session_settings(spark)
             with scoped_conf(spark, tuning.batch_settings(spark)):
-                result = _attempt(table, spark=spark, given=given, own=own)
+                result = _attempt(table, spark=spark, given=given, own=own, planned=planned)
         except Exception as exc:
             conflict = exc if isinstance(exc, Superseded) else translate(exc, reading=False)
             if not isinstance(conflict, (Superseded, ConflictError)):
                 raise
-            if attempt == table.commit_attempts:
+            if planned and _committed_since(spark, table, planned[0]):
+                # Another writer committed the batch number this one planned: its files may now be
+                # applied. Overlapping writers are normal: plan again, from scratch.
+                lost = 0
+                time.sleep(0.05 * random.random())
+                continue
+            lost += 1
+            reasons.append(_reason(conflict))
+            if lost >= table.commit_attempts:
                 raise ConflictError(
-                    f"{table.path}: gave up after {attempt} attempts: concurrent writers kept changing the table "
-                    f"({conflict or 'batch number taken'}); nothing of this batch was committed"
+                    f"{table.path}: gave up after {lost} attempts in a row, each lost to a concurrent commit that "
+                    f"was not a batch (compaction, OPTIMIZE, VACUUM or a schema change, say; last: {reasons[-1]}), "
+                    "while no writer committed a batch; nothing of this batch was committed: run again once the "
+                    "other operation is done"
                 ) from None
-            time.sleep(min(30.0, 0.2 * 2**attempt) * (0.5 + random.random()))
+            time.sleep(min(30.0, 0.2 * 2**lost) * (0.5 + random.random()))
             continue
-        if table.catalog_name and not dry_run and (result.version is not None or result.skipped_files):
+        if table.catalog_name and not given.dry_run and (result.version is not None or result.skipped_files):
             _register(spark, table, result)
         return result
-    raise AssertionError("unreachable")
+
+
+def _committed_since(spark: SparkSession, table: TableConfig, number: int) -> bool:
+    """Whether the table (or its change log) has a batch numbered ``number`` or later committed."""
+    from lakemerge.table import ledger
+
+    log_path = table.log_table if table.log_mode else None
+    return ledger.last_batch(spark, table.path, log_path=log_path) >= number
+
+
+def _reason(conflict: Exception) -> str:
+    """What a lost attempt ran into, in a few words."""
+    if isinstance(conflict, Superseded):
+        return "the batch's commit was not found in the table's history after it was made"
+    return str(conflict)
 
 
 def _register(spark: SparkSession, table: TableConfig, result: BatchResult) -> None:
@@ -122,7 +150,10 @@ def _register(spark: SparkSession, table: TableConfig, result: BatchResult) -> N
         ) from exc
 
 
-def _attempt(table: TableConfig, *, spark: SparkSession, given: _Given, own: dict[str, str | None]) -> BatchResult:
+def _attempt(
+    table: TableConfig, *, spark: SparkSession, given: _Given, own: dict[str, str | None], planned: list[int]
+) -> BatchResult:
+    """One attempt at the batch; the batch number it planned is appended to ``planned``."""
     # A log batch counts its changes in the job that appends them (one job fewer), unless it is a
     # dry run, which counts them without appending, or a DataFrame's, which is cached as it is read
     # (the caller's DataFrame may not give the same rows twice).
@@ -131,6 +162,7 @@ def _attempt(table: TableConfig, *, spark: SparkSession, given: _Given, own: dic
     plan = plan_batch(table, spark=spark, inputs=given.inputs, frame=given.frame, own_settings=own, counted=counted)
     if isinstance(plan, NothingPending):
         return _nothing(table, plan, given)
+    planned.append(plan.txn_version)
     try:
         result = preview(plan, spark=spark) if dry_run else commit_batch(plan, spark=spark)
     finally:
@@ -151,6 +183,7 @@ def _nothing(table: TableConfig, nothing: NothingPending, given: _Given) -> Batc
         created=False,
         files=(),
         skipped_files=nothing.skipped,
+        ignored_entries=tuple(IgnoredEntry(path, reason) for path, reason in nothing.ignored),
         metrics=BatchMetrics(),
         seconds=round(time.monotonic() - given.started, 3),
         source=given.frame.source if given.frame is not None else None,

@@ -40,6 +40,8 @@ def commit_batch(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
     metrics = plan.metrics
     if plan.counted:
         counts.check_accounting(metrics)
+    with translated(reading=False):
+        _prepare(spark, plan)
     record = _record(plan)
     if plan.bad is not None:
         with translated(reading=False):
@@ -53,6 +55,32 @@ def commit_batch(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
     with ledger.commit_record(spark, record, txn_version=plan.txn_version), translated(reading=False):
         _write(spark, plan)
     return _committed(spark, plan, metrics)
+
+
+def _prepare(spark: SparkSession, plan: BatchPlan) -> None:
+    """Metadata the batch's commit needs first: column mapping on the existing tables it writes when
+    its columns' names need it, and a ``log`` table's Delta table at its path, created empty with the
+    batch's columns by its first batch (the last compaction's rows are what other engines read
+    there). Neither changes what the table holds: a crash after them leaves nothing applied."""
+    from pyspark.sql.types import StructType
+
+    from lakemerge.columns import col
+    from lakemerge.table import store
+
+    table = plan.table
+    fields = {f.name: f for f in plan.classified.schema.fields}
+    columns = StructType([fields[c] for c in plan.data_columns if c in fields])
+    if table.log_mode:
+        if not plan.exists and not store.table_exists(spark, table.path):
+            empty = plan.classified.select(*[col(c) for c in columns.names]).limit(0)
+            with ledger.commit_record(spark, {"created_for_change_log": table.log_table}, txn_version=None):
+                store.create_table(empty, table)
+        elif store.needs_mapping(columns):  # (metadata reads only for such names)
+            for path in (table.path, table.log_table):
+                if store.table_exists(spark, path):
+                    store.map_names(spark, path, columns)
+    elif plan.exists:
+        store.map_names(spark, table.path, columns)
 
 
 def _record(plan: BatchPlan) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from lakemerge.columns import col
 from lakemerge.config.feed import FeedConfig
 from lakemerge.config.records import RecordsConfig
 from lakemerge.errors import ConfigError, InputError
+from lakemerge.feeds import utf8
 from lakemerge.feeds.files import FeedFile
 from lakemerge.feeds.readers import RawFeed
 
@@ -87,7 +88,9 @@ def raw_records(spark: SparkSession, batch: FrameBatch, *, key: Sequence[str] = 
     elif fmt == "debezium":
         from lakemerge.feeds.debezium import debezium_rows
 
-        read = debezium_rows(spark, placed.withColumn("value", F.col("value").cast("string")), batch.rules)
+        read = debezium_rows(
+            spark, placed.withColumn("value", F.col("value").cast("string")), batch.rules, messages=True
+        )
         rows, columns, row_data = read.frame, read.columns, read.row_data
     else:
         columns = tuple(
@@ -149,8 +152,11 @@ def _json_rows(frame: DataFrame, batch: FrameBatch, *, key: Sequence[str]) -> tu
     text = StructType([StructField(f.name, StringType()) for f in typed.fields])
     value = F.col("value").cast("string")
     parsed = F.from_json(value, text, {"mode": "PERMISSIVE"})
-    malformed: Column = F.when(value.isNull(), F.lit("record has no value")).when(
-        parsed.isNull() | ~F.trim(value).startswith("{"), F.lit("malformed JSON record")
+    undecodable = utf8.invalid(value, of="the message's value", hint="")
+    malformed: Column = (
+        F.when(value.isNull(), F.lit("record has no value"))
+        .when(undecodable.isNotNull(), undecodable)
+        .when(parsed.isNull() | ~F.trim(value).startswith("{"), F.lit("malformed JSON record"))
     )
     names = tuple(f.name for f in typed.fields)
     fields = {n: parsed.getField(n) for n in names}
@@ -160,7 +166,7 @@ def _json_rows(frame: DataFrame, batch: FrameBatch, *, key: Sequence[str]) -> tu
         fields.update({k: F.coalesce(fields[k], message.getField(k)) for k in keyed})
     rows = frame.select(
         *[value.alias(n) for n, value in fields.items()],
-        value.alias(C.RAW),
+        utf8.valid_text(value).alias(C.RAW),
         malformed.alias(C.MALFORMED),
         C.FILE,
         C.BLOCK,

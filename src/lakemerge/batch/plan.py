@@ -36,8 +36,9 @@ from lakemerge.batch.stored import (
     snapshot_absences,
 )
 from lakemerge.config import TableConfig
+from lakemerge.errors import ConfigError
 from lakemerge.feeds import FeedFile
-from lakemerge.results import AppliedFile, BatchMetrics, BatchResult
+from lakemerge.results import AppliedFile, BatchMetrics, BatchResult, IgnoredEntry
 from lakemerge.spark import tuning
 from lakemerge.spark.scoped import scoped_conf
 from lakemerge.table import ledger, tombstones
@@ -108,6 +109,8 @@ class BatchPlan:
     own_settings: dict[str, str | None] = field(default_factory=dict)
     #: A DataFrame batch's source and batch id (recorded with its commit).
     source: tuple[str, int] | None = None
+    #: Entries of the landing zones not read, with why (:class:`lakemerge.batch.select.Selection`).
+    ignored: tuple[tuple[str, str], ...] = ()
     #: Whether ``metrics`` holds the outcome counts. A ``log`` batch planned without them
     #: (``plan_batch(counted=False)``) counts its changes while it appends them, and its commit
     #: completes the metrics (:mod:`lakemerge.table.transaction`).
@@ -135,6 +138,7 @@ class BatchPlan:
             created=not self.exists,
             files=self.applied,
             skipped_files=self.skipped,
+            ignored_entries=tuple(IgnoredEntry(path, reason) for path, reason in self.ignored),
             metrics=self.metrics if metrics is None else metrics,
             seconds=round(time.monotonic() - self.started, 3),
             **details,
@@ -189,7 +193,7 @@ def _planned(
     if isinstance(selection, NothingPending):
         return selection
     if not selection.chosen and selection.frame is None:
-        return NothingPending(selection.skipped)
+        return NothingPending(selection.skipped, ignored=selection.ignored)
     log_path = table.log_table if table.log_mode else None
     number = ledger.last_batch(spark, table.path, log_path=log_path, known=selection.ledger) + 1
     own = tuning.session_settings(spark) if own_settings is None else own_settings
@@ -205,7 +209,7 @@ def _planned(
             planner.cached.release()
             wider = select_files(spark, table, inputs, limited=False) if selection.frame is None else None
             if wider is None or len(wider.chosen) <= len(selection.chosen):
-                return NothingPending(selection.skipped)
+                return NothingPending(selection.skipped, ignored=selection.ignored)
             return _planned(
                 table, wider, spark=spark, inputs=inputs, own_settings=own, counted=counted, started=started
             )
@@ -253,6 +257,9 @@ class _Planner:
         of_keys = table.log_mode and selection.exists and not selection.snapshots and read.rows_read <= key_bound
         stored, schema = read_stored(spark, table, exists=selection.exists, ranges=read.ranges, of_keys=of_keys)
         data_columns = read.changes.data_columns
+        problem = table.unknown_shared([*data_columns, *(schema.names if schema is not None else ())])
+        if problem is not None:
+            raise ConfigError(f"{problem[1]}; nothing was applied", key=f"tables.{table.name}.{problem[0]}")
         valid = read.valid if schema is None else conformed(spark, table, read.valid, schema, data_columns)
         truncate = find_truncate(spark, table, valid, stored.rows, own=self.own)
         absent = snapshot_absences(
@@ -298,6 +305,7 @@ class _Planner:
             files=tuple(selection.files) if selection.frame is None else (),
             source=(selection.frame.source, selection.frame.batch_id) if selection.frame is not None else None,
             skipped=selection.skipped,
+            ignored=selection.ignored,
             exists=selection.exists,
             txn_version=self.number,
             data_columns=data_columns,

@@ -8,7 +8,8 @@ naming the first bad row; within it, its bad rows are set aside for the quaranti
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -20,8 +21,9 @@ from lakemerge.batch.select import Selection
 from lakemerge.changes import normalize
 from lakemerge.changes.bad_rows import first_bad_row, quarantine_rows
 from lakemerge.changes.normalize import ChangeSet
-from lakemerge.config import TableConfig
-from lakemerge.feeds import FeedFile, read_feed
+from lakemerge.config import FeedConfig, TableConfig
+from lakemerge.errors import InputError
+from lakemerge.feeds import FeedFile, read_feed, utf8
 from lakemerge.spark.errors import translated
 from lakemerge.table import prune
 from lakemerge.table.prune import KeyRanges, range_query
@@ -37,6 +39,7 @@ _COUNTS = {
     "_lm_rows": "count(1)",
     "_lm_bad": f"count({C.ERROR})",
     "_lm_n": f"count_if({C.ERROR} IS NULL AND {C.OP} = 'N')",
+    "_lm_replaced": f"count_if({C.REPLACED})",
 }
 
 
@@ -92,6 +95,45 @@ def read_batch(
         InputError: a file cannot be read, or there are more bad rows than the threshold allows.
         SchemaError: the feed's columns cannot be read as configured.
     """
+    with _naming_poison(table, selection.files):
+        return _read_batch(spark, table, selection, number=number, batch_id=batch_id, cached=cached, counted=counted)
+
+
+@contextlib.contextmanager
+def _naming_poison(table: TableConfig, files: Sequence[FeedFile]) -> Iterator[None]:
+    """An input error in the block that is one file's (the file named, or found in Spark's message)
+    names it and says how to go on without it: a file that cannot be applied would otherwise stop
+    every later batch of the table (docs/semantics.md §9)."""
+    try:
+        yield
+    except InputError as exc:
+        path = exc.path if any(f.path == exc.path for f in files) else None
+        if path is None and exc.path is None:
+            text = str(exc.__cause__ or exc)
+            path = next((f.path for f in files if f.path.split(":", 1)[-1].lstrip("/") in text), None)
+            if path is None and len(files) == 1:
+                path = files[0].path
+        if path is None:
+            raise
+        message = exc.message if exc.path is not None else f"{path}: {exc.message}"
+        named = InputError(
+            f"{message}; this file stops every later batch of table '{table.name}' until it is fixed, or "
+            f"recorded as skipped: lakemerge skip PIPELINE.toml --table {table.name} '{path}' --reason TEXT"
+        )
+        named.path, named.row = path, exc.row
+        raise named from exc
+
+
+def _read_batch(
+    spark: SparkSession,
+    table: TableConfig,
+    selection: Selection,
+    *,
+    number: int,
+    batch_id: str,
+    cached: Cached,
+    counted: bool,
+) -> ReadBatch:
     with translated(reading=True):
         if selection.frame is not None:
             changes = frame_changes(spark, table, selection.frame, batch_number=number)
@@ -103,6 +145,10 @@ def read_batch(
     early = not whole and not any(f.truncate_codes for f in table.feeds)
     stored_files = batch_ranges.stored_files(spark, table) if early else None
     counts, ranges = _count(changes.frame, table, early=early, stored_files=stored_files)
+    if counts["_lm_replaced"]:
+        # Rows holding U+FFFD: those decoded from bytes that are not UTF-8 are bad (rarely taken).
+        changes = _invalid_utf8(spark, table, selection, changes, cached=cached, counted=counted)
+        counts, ranges = _count(changes.frame, table, early=early, stored_files=stored_files)
     rows_read, rows_bad, ignored = int(counts["_lm_rows"]), int(counts["_lm_bad"]), int(counts["_lm_n"] or 0)
     files = selection.files
     if table.too_many_bad(rows_bad, rows_read):
@@ -115,6 +161,23 @@ def read_batch(
     return ReadBatch(
         changes, rows_read, rows_bad, ignored, bad, whole, early, batch_ranges.paying(stored_files, ranges)
     )
+
+
+def _invalid_utf8(
+    spark: SparkSession, table: TableConfig, selection: Selection, changes: ChangeSet, *, cached: Cached, counted: bool
+) -> ChangeSet:
+    """``changes`` with the rows decoded from lines that are not UTF-8 made bad (:mod:`lakemerge.feeds.utf8`)."""
+    files: list[tuple[FeedConfig, int, FeedFile]] = []  # (feed, index in the batch as read_changes has it, file)
+    for index, feed in enumerate(table.feeds):
+        for i, f in selection.chosen:
+            if i == index:
+                files.append((feed, len(files), f))
+    lines = utf8.invalid_lines(spark, files)
+    if lines is None:
+        return changes
+    multiline = any(feed.multiline for feed in table.feeds)
+    frame = utf8.mark_invalid(changes.frame, lines, multiline=multiline)
+    return replace(changes, frame=cached.persist(frame) if counted else frame)
 
 
 def _count(

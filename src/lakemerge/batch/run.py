@@ -7,14 +7,16 @@ set. Stopping never interrupts a commit: the batch in progress finishes, then th
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from lakemerge.batch.attempts import apply_table
 from lakemerge.batch.groups import apply_group, grouped
 from lakemerge.config.pipeline import PipelineConfig
 from lakemerge.config.table import TableConfig
+from lakemerge.errors import LakemergeError
 from lakemerge.feeds.archive import archive_files
 from lakemerge.feeds.files import qualified
 from lakemerge.results import BatchResult
@@ -52,7 +54,8 @@ def run_tables(
     while True:
         for table in tables:
             while not stop.is_set() and (max_batches is None or len(results) < max_batches):
-                result = apply_table(table, spark=spark)
+                with _reporting(results):
+                    result = apply_table(table, spark=spark)
                 _archive(spark, table, result)
                 if result.version is None:
                     break
@@ -88,7 +91,8 @@ def run_pipeline(
     while True:
         for group in groups:
             while room():
-                committed, point = apply_group(pipeline, group, spark=spark)
+                with _reporting(results):
+                    committed, point = apply_group(pipeline, group, spark=spark)
                 for result in committed:
                     _archive(spark, pipeline.table(result.table), result)
                     results.append(result)
@@ -98,13 +102,26 @@ def run_pipeline(
                     break
         if single and room():
             left = None if max_batches is None else max_batches - len(results)
-            results.extend(
-                run_tables(
+            try:
+                done = run_tables(
                     [pipeline.table(n) for n in single], spark=spark, max_batches=left, stop=stop, on_result=on_result
                 )
-            )
+            except LakemergeError as exc:
+                exc.committed = (*results, *exc.committed)
+                raise
+            results.extend(done)
         if not watch or not room() or stop.wait(interval):
             return results
+
+
+@contextlib.contextmanager
+def _reporting(results: list[BatchResult]) -> Iterator[None]:
+    """A failure in the block carries the batches committed before it (``LakemergeError.committed``)."""
+    try:
+        yield
+    except LakemergeError as exc:
+        exc.committed = tuple(results)
+        raise
 
 
 def _archive(spark: SparkSession, table: TableConfig, result: BatchResult) -> None:

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from lakemerge.batch.frames import FrameBatch
 from lakemerge.changes.snapshot import WHOLE, Pending, check_order, next_snapshot
 from lakemerge.config import FeedConfig, TableConfig
-from lakemerge.feeds import FeedFile, list_feed_files
+from lakemerge.feeds import FeedFile
+from lakemerge.feeds.files import list_feed_entries
 from lakemerge.table import ledger
 
 if TYPE_CHECKING:
@@ -32,6 +33,8 @@ class Selection:
         ledger: the table's history of batches (empty for a new table).
         snapshots: per snapshot feed index, the snapshot the batch applies.
         frame: the batch's records when they are given as a DataFrame (then it has no files).
+        ignored: the entries of the landing zones that are not read, each with why (hidden ones,
+            names Hadoop cannot read, dangling symbolic links).
     """
 
     chosen: list[tuple[int, FeedFile]]
@@ -40,6 +43,7 @@ class Selection:
     ledger: ledger.Ledger
     snapshots: dict[int, Pending]
     frame: FrameBatch | None = None
+    ignored: tuple[tuple[str, str], ...] = ()
 
     @property
     def files(self) -> list[FeedFile]:
@@ -59,11 +63,13 @@ def last_snapshot(history: ledger.Ledger, index: int) -> dict[str, Any] | None:
 
 @dataclass(frozen=True)
 class NothingPending:
-    """No file is pending; ``skipped`` lists the files found but already applied. ``applied_before``:
-    a DataFrame batch whose source and batch id the table committed already."""
+    """No file is pending; ``skipped`` lists the files found but already applied, ``ignored`` the
+    entries not read (see :class:`Selection`). ``applied_before``: a DataFrame batch whose source and
+    batch id the table committed already."""
 
     skipped: tuple[str, ...]
     applied_before: bool = False
+    ignored: tuple[tuple[str, str], ...] = ()
 
 
 def select_frame(spark: SparkSession, table: TableConfig, batch: FrameBatch) -> Selection | NothingPending:
@@ -85,12 +91,14 @@ def select_files(
     exists, history = ledger.state(spark, table.path, log_path=table.log_table if table.log_mode else None)
     pending: list[tuple[int, FeedFile]] = []
     skipped: list[str] = []
+    ignored: dict[str, str] = {}
     snapshots: dict[int, Pending] = {}
     for index, feed in enumerate(table.feeds):
         if inputs and index > 0:
             break
-        fresh, seen = _pending(spark, feed, history, inputs or feed.location)
+        fresh, seen, unread = _pending(spark, feed, history, inputs or feed.location)
         skipped.extend(seen)
+        ignored.update(unread)
         if feed.snapshot and fresh:
             snapshots[index] = next_snapshot(spark, table, feed, fresh)
             if feed.snapshot_scope == "table" and snapshots[index].position is not None:
@@ -100,22 +108,25 @@ def select_files(
         pending.extend((index, f) for f in fresh)
     chosen = _within_limits(table, pending, snapshot_feeds=set(snapshots)) if limited else pending
     taken = {i for i, _ in chosen}
-    return Selection(chosen, tuple(skipped), exists, history, {i: p for i, p in snapshots.items() if i in taken})
+    chosen_snapshots = {i: p for i, p in snapshots.items() if i in taken}
+    return Selection(chosen, tuple(skipped), exists, history, chosen_snapshots, ignored=tuple(sorted(ignored.items())))
 
 
 def _pending(
     spark: SparkSession, feed: FeedConfig, history: ledger.Ledger, locations: Sequence[str]
-) -> tuple[list[FeedFile], list[str]]:
-    """The files under ``locations`` that no committed batch applied, and the paths of those it did."""
+) -> tuple[list[FeedFile], list[str], list[tuple[str, str]]]:
+    """The files under ``locations`` that no committed batch applied, the paths of those it did, and
+    the entries not read."""
     fresh: list[FeedFile] = []
     seen: list[str] = []
-    for f in list_feed_files(spark, locations, file_order=feed.file_order):
+    listed, ignored = list_feed_entries(spark, locations, file_order=feed.file_order)
+    for f in listed:
         applied = ledger.check_unchanged(history.files, f.path, f.size, f.modified, archived=feed.archive is not None)
         if applied:
             seen.append(f.path)
         else:
             fresh.append(f)
-    return fresh, seen
+    return fresh, seen, ignored
 
 
 def _within_limits(

@@ -18,6 +18,7 @@ from lakemerge.config.feed import FeedConfig
 from lakemerge.config.records import RecordsConfig
 from lakemerge.config.table import FILE_SEQUENCE_COLUMN, LOAD_PHASE_COLUMN, TableConfig
 from lakemerge.errors import ConfigError, InputError
+from lakemerge.feeds import utf8
 from lakemerge.feeds.dms import is_full_load
 from lakemerge.feeds.files import FeedFile
 from lakemerge.feeds.readers import RawFeed
@@ -68,6 +69,10 @@ def normalize(
 
     raw = raw.completed((*table.key, *table.sequence, *table.partition_by))
     _check_columns_exist(table, feed, raw, files)
+    problem = table.unknown_column([raw.columns if f is feed else None for f in table.feeds])
+    if problem is not None:
+        key, message = problem
+        raise ConfigError(f"{files[0].path}: {message}; nothing was applied", key=f"tables.{table.name}.{key}")
     frame = raw.frame
     errors: list[tuple[Column, Column]] = [(F.col(C.MALFORMED).isNotNull(), F.col(C.MALFORMED))]
 
@@ -135,6 +140,12 @@ def normalize(
     else:
         rebuilt = F.to_json(F.struct(*originals))
     record = F.when(error.isNotNull(), F.coalesce(F.col(C.RAW), rebuilt))
+    # Rows a UTF-8 decoder may have put U+FFFD in (lakemerge.feeds.utf8 tells which are bad).
+    texts = [
+        col(f.name) for f in raw.frame.schema.fields if f.name in raw.columns and f.dataType.typeName() == "string"
+    ]
+    decoded = isinstance(feed, FeedConfig) and feed.format in utf8.DECODED and utf8.checks(feed)
+    replaced = utf8.replaced([*texts, F.col(C.RAW)]) if decoded else F.lit(False)
     frame = frame.select(
         *selected,
         op.alias(C.OP),
@@ -144,6 +155,7 @@ def normalize(
         C.ROW_ID,
         record.alias(C.RAW),
         F.lit(raw.header_lines).alias(C.HEADER),
+        replaced.alias(C.REPLACED),
         *([C.PLACE] if C.PLACE in frame.columns else []),
     )
     return ChangeSet(

@@ -27,6 +27,7 @@ for command in (
     batches.run,
     batches.stream,
     batches.snapshot,
+    batches.skip,
     tables.rollback,
     tables.vacuum,
     tables.register,

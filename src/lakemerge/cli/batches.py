@@ -13,8 +13,8 @@ from lakemerge import api
 from lakemerge.cli import output
 from lakemerge.cli.common import DryRunOpt, JsonOpt, MasterOpt, QuietOpt, TablesOpt, VerboseOpt, handled
 from lakemerge.cli.progress import spark_progress
+from lakemerge.documents import Batches, GroupPoints
 from lakemerge.errors import ConfigError
-from lakemerge.results import Batches, GroupPoints
 
 
 @handled
@@ -184,6 +184,26 @@ def stream(
             config, tables=table, available_now=available_now, stop=stop, on_result=shown.item, spark=spark
         )
     shown.result(Batches(tuple(results)))
+
+
+@handled
+def skip(
+    pipeline: Annotated[Path, typer.Argument(help="The pipeline file.")],
+    files: Annotated[list[str], typer.Argument(help="The change files to skip.", show_default=False)],
+    table: Annotated[str, typer.Option("--table", "-t", help="The table whose feed holds the files.")],
+    reason: Annotated[str, typer.Option("--reason", help="Why: kept in the ledger, shown by history and report.")],
+    master: MasterOpt = None,
+    json_out: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Record change files as skipped by an operator: never applied, and the ledger says why.
+
+    \b
+    lakemerge skip pipeline.toml --table products landing/products/broken.csv --reason "export cut short"
+    """
+    config = api.load_pipeline(pipeline)
+    spark = api.spark_session(config.spark, master=master, verbose=verbose)
+    output.pick(json_out).result(api.skip(config, table=table, files=files, reason=reason, spark=spark))
 
 
 @handled

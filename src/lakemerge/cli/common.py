@@ -45,7 +45,7 @@ def handled(func: F) -> F:
         except LakemergeError as exc:
             if verbose:
                 traceback.print_exc()
-            shown.error(type(exc).__name__, str(exc), exc.exit_code)
+            shown.error(type(exc).__name__, str(exc), exc.exit_code, committed=exc.committed)
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
             shown.error("Interrupted", "nothing was committed by the batch in progress", 130)

@@ -15,23 +15,26 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from lakemerge.results import (
+from lakemerge.documents import (
     Batches,
-    BatchResult,
-    ChangedRecord,
-    CommitInfo,
     Compactions,
-    DemoResult,
     GroupPoints,
     History,
     Quarantine,
     Registrations,
+    SparkConf,
+    Vacuums,
+)
+from lakemerge.results import (
+    BatchResult,
+    ChangedRecord,
+    CommitInfo,
+    DemoResult,
     ReportResult,
     Result,
     RollbackResult,
-    SparkConf,
+    SkipResult,
     TableSummary,
-    Vacuums,
 )
 
 out = Console(highlight=False)
@@ -55,9 +58,10 @@ class Output:
         """A line for people only (what is happening, a hint)."""
         out.print(text)
 
-    def error(self, kind: str, message: str, exit_code: int) -> None:
+    def error(self, kind: str, message: str, exit_code: int, *, committed: Sequence[object] = ()) -> None:
         """The command failed (``kind``: the error's class name, ``InternalError`` for a bug,
-        ``Interrupted``): one line on stderr."""
+        ``Interrupted``): one line on stderr. ``committed``: the batches it committed before it
+        failed (shown as they committed)."""
         label = {"InternalError": "internal error", "Interrupted": "interrupted"}.get(kind, "error")
         err.print(f"[bold red]{label}:[/] {message}", soft_wrap=True)
 
@@ -76,9 +80,12 @@ class JsonOutput(Output):
     def note(self, text: str) -> None:
         return None
 
-    def error(self, kind: str, message: str, exit_code: int) -> None:
+    def error(self, kind: str, message: str, exit_code: int, *, committed: Sequence[object] = ()) -> None:
         super().error(kind, message, exit_code)
-        emit_json({"error": {"kind": kind, "message": message, "exit_code": exit_code}})
+        document: dict[str, Any] = {"error": {"kind": kind, "message": message, "exit_code": exit_code}}
+        if committed:
+            document["batches"] = [r.to_dict() for r in committed if isinstance(r, Result)]
+        emit_json(document)
 
 
 def pick(json_out: bool) -> Output:
@@ -106,6 +113,7 @@ def _batch(r: BatchResult) -> None:
             return
         skipped = f" ({len(r.skipped_files)} file(s) already applied)" if r.skipped_files else ""
         out.print(f"[bold]{r.table}[/]: nothing to apply{skipped}")
+        _ignored(r)
         return
     else:
         verb = "created" if r.created else "committed"
@@ -113,6 +121,7 @@ def _batch(r: BatchResult) -> None:
             f"[bold]{r.table}[/]: {verb} version {r.version} at {r.path} from {len(r.files)} file(s) "
             f"in {r.seconds:.1f} s"
         )
+    _ignored(r)
     m = r.metrics
     grid = Table(show_header=False, box=None, padding=(0, 2))
     grid.add_column(justify="left")
@@ -129,6 +138,18 @@ def _batch(r: BatchResult) -> None:
     ):
         grid.add_row(label, str(value))
     out.print(grid)
+
+
+def _ignored(r: BatchResult, shown: int = 5) -> None:
+    """The entries of the landing zones the batch did not read, and why (the first few)."""
+    if not r.ignored_entries:
+        return
+    count = len(r.ignored_entries)
+    out.print(f"  {count} entr{'y' if count == 1 else 'ies'} of the landing zone not read:")
+    for entry in r.ignored_entries[:shown]:
+        out.print(f"    {entry.path}: {entry.reason}", soft_wrap=True)
+    if count > shown:
+        out.print(f"    ... and {count - shown} more (--json lists them all)")
 
 
 def _batches(result: Batches) -> None:
@@ -172,14 +193,18 @@ def _commits(commits: Sequence[CommitInfo]) -> None:
     for c in commits:
         m = c.metrics
         grid.add_row(
-            str(c.version),
+            f"log {c.version}" if c.change_log else str(c.version),
             c.timestamp.replace("T", " ")[:19],
-            c.operation,
+            "SKIP" if c.skip_reason else c.operation,
             str(len(c.files)) if c.batch_id else "",
             *((f"{c.source} #{c.source_batch}" if c.source else "",) if sources else ()),
             *[str(m.get(k, "")) if c.batch_id else "" for k in ("rows_read", "inserted", "updated", "deleted", "late")],
         )
     out.print(grid)
+    for c in commits:
+        if c.skip_reason:
+            names = ", ".join(f.path.rsplit("/", 1)[-1] for f in c.files)
+            out.print(f"version {c.version}: {names} skipped by {c.skipped_by}: {c.skip_reason}", soft_wrap=True)
 
 
 def _history(result: History) -> None:
@@ -189,6 +214,11 @@ def _history(result: History) -> None:
 def _summary(s: TableSummary) -> None:
     """Schema, counts and a sample."""
     out.print(f"[bold]{s.path}[/] version {s.version}: {s.rows} rows in {s.files} file(s), {s.bytes} bytes")
+    if s.log_rows is not None:
+        out.print(
+            f"a log table: these rows are its last compaction; its change log holds {s.log_rows} row(s) more "
+            "(lakemerge.read_merged gives the current rows)"
+        )
     if s.partition_by:
         out.print(f"partitioned by {', '.join(s.partition_by)}")
     schema = Table(title="schema", show_header=True, header_style="bold")
@@ -227,6 +257,14 @@ def _rollback(result: RollbackResult) -> None:
         out.print(f"{len(result.pending_again)} file(s) are pending again")
     else:
         out.print("files applied by the undone versions stay applied")
+
+
+def _skip(result: SkipResult) -> None:
+    names = ", ".join(f.path.rsplit("/", 1)[-1] for f in result.files)
+    out.print(
+        f"[bold]{result.table}[/]: {len(result.files)} file(s) recorded as skipped in version {result.version} "
+        f"by {result.by} ({result.reason}): {names}"
+    )
 
 
 def _points(result: GroupPoints) -> None:
@@ -306,6 +344,7 @@ _RENDERERS: dict[type, Callable[[Any], None]] = {
     TableSummary: _summary,
     Quarantine: _quarantine,
     RollbackResult: _rollback,
+    SkipResult: _skip,
     GroupPoints: _points,
     Vacuums: _vacuums,
     Registrations: _registrations,

@@ -11,8 +11,8 @@ import typer
 from lakemerge import api
 from lakemerge.cli import output
 from lakemerge.cli.common import JsonOpt, MasterOpt, TablesOpt, VerboseOpt, handled
+from lakemerge.documents import Compactions, History, Quarantine, Registrations, Vacuums
 from lakemerge.errors import ConfigError
-from lakemerge.results import Compactions, History, Quarantine, Registrations, Vacuums
 
 TablePath = Annotated[str, typer.Argument(help="The Delta table's path.")]
 PipelineArg = Annotated[Path, typer.Argument(help="The pipeline file.")]

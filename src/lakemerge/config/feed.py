@@ -209,6 +209,17 @@ class FeedConfig(Model):
             raise ValueError("a snapshot feed holds rows, not changes: it cannot have truncate codes or delete files")
         return self
 
+    @property
+    def declared_columns(self) -> tuple[str, ...] | None:
+        """The feed's columns as its configuration names them (``schema``, else ``columns``), when
+        they are known before a file is read: plain formats only (a change-feed envelope adds its
+        own columns); ``None`` otherwise."""
+        if self.format == "debezium" or self.envelope != "none":
+            return None
+        if self.schema_ddl:
+            return ddl_names(self.schema_ddl)
+        return self.columns or None
+
     @field_validator("location", mode="before")
     @classmethod
     def _one_or_many(cls, value: object) -> object:
@@ -294,3 +305,41 @@ class FeedConfig(Model):
         if self.columns and self.header:
             raise ValueError("'columns' names headerless columns; it cannot be combined with header = true")
         return self
+
+
+def ddl_names(ddl: str) -> tuple[str, ...]:
+    """The column names of a Spark DDL schema (``id INT, `first name` STRING, m MAP<STRING, INT>``),
+    read without Spark: a name in backticks (a doubled backtick inside it), else the first word."""
+    names: list[str] = []
+    depth, quote, start = 0, "", 0
+    parts: list[str] = []
+    for i, ch in enumerate(ddl):
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "`'\"":
+            quote = ch
+        elif ch in "<(":
+            depth += 1
+        elif ch in ">)":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(ddl[start:i])
+            start = i + 1
+    parts.append(ddl[start:])
+    for part in (p.strip() for p in parts):
+        if not part:
+            continue
+        if part.startswith("`"):
+            name, i = "", 1
+            while i < len(part):
+                if part[i] == "`":
+                    if part[i + 1 : i + 2] == "`":
+                        name, i = name + "`", i + 2
+                        continue
+                    break
+                name, i = name + part[i], i + 1
+            names.append(name)
+        else:
+            names.append(re.split(r"[\s:]", part, maxsplit=1)[0])
+    return tuple(names)

@@ -58,7 +58,12 @@ def load_pipeline(path: str | os.PathLike[str]) -> PipelineConfig:
         raise ConfigError(f"not valid TOML: {exc}", source=source) from None
     _resolve_paths(data, file.resolve().parent)
     data["source"] = source
-    return validate(PipelineConfig, data, source=source)
+    config = validate(PipelineConfig, data, source=source)
+    for name, table in config.tables.items():
+        problem = table.unknown_column()
+        if problem is not None:
+            raise ConfigError(problem[1], key=f"tables.{name}.{problem[0]}", source=source)
+    return config
 
 
 def _resolve_paths(data: dict[str, Any], base: Path) -> None:

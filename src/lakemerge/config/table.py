@@ -245,6 +245,51 @@ class TableConfig(Model):
             data = {**{k: v for k, v in data.items() if k != "feeds"}, "feed": feeds[0], "more_feeds": feeds[1:]}
         return data
 
+    def unknown_column(self, found: Sequence[Sequence[str] | None] | None = None) -> tuple[str, str] | None:
+        """The first configuration key that names a column its feed lacks, and why: ``(key,
+        message)``, ``key`` relative to the table (``keep_columns`` of a second feed is
+        ``feeds.1.keep_columns``); ``None`` when every reference is known. ``found``: each feed's
+        columns (``None`` where they are not known), by default those the configuration declares
+        (``schema`` or ``columns``). Key, sequence and partition columns, the op column, types,
+        kept and dropped columns and the snapshot column are looked for in their feed; with every
+        feed's columns known, ``track_columns`` and the columns of ``ignore_null_updates`` in any
+        of them (:meth:`unknown_shared`)."""
+        columns = [f.declared_columns for f in self.feeds] if found is None else list(found)
+        several = len(self.feeds) > 1
+        for index, (feed, names) in enumerate(zip(self.feeds, columns, strict=True)):
+            if names is None:
+                continue
+            where = f"feeds.{index}." if several else "feed."
+            references: list[tuple[str, Sequence[str]]] = [
+                ("key", self.key),
+                ("sequence", self.sequence),
+                ("partition_by", self.partition_by),
+                (where + "op_column", (feed.op_column,) if feed.op_column else ()),
+                (where + "types", tuple(feed.types)),
+                (where + "keep_columns", feed.keep_columns),
+                (where + "drop_columns", feed.drop_columns),
+                (where + "snapshot_column", (feed.snapshot_column,) if feed.snapshot_column else ()),
+            ]
+            for key, wanted in references:
+                missing = [c for c in wanted if c not in names]
+                if missing:
+                    return key, _not_in(missing[0], names, "the feed's columns")
+        if found is None and all(names is not None for names in columns):
+            return self.unknown_shared([c for names in columns for c in names or ()])
+        return None
+
+    def unknown_shared(self, known: Sequence[str]) -> tuple[str, str] | None:
+        """Like :meth:`unknown_column` for the columns any feed (or the table) may hold:
+        ``track_columns`` and the columns of ``ignore_null_updates``, looked for in ``known``."""
+        names = set(known) | {FILE_SEQUENCE_COLUMN}
+        partial = () if isinstance(self.ignore_null_updates, bool) else self.ignore_null_updates
+        for key, wanted in (("track_columns", self.track_columns), ("ignore_null_updates", partial)):
+            missing = [c for c in wanted if c not in names]
+            if missing:
+                shown = sorted(dict.fromkeys(c for c in known if c != FILE_SEQUENCE_COLUMN))
+                return key, _not_in(missing[0], shown, "the columns of the feeds and the table")
+        return None
+
     @property
     def feeds(self) -> tuple[FeedConfig, ...]:
         """Every feed of the table, the first one first (none for a table fed only by DataFrames)."""
@@ -317,3 +362,7 @@ class TableConfig(Model):
         if not self.sequence:
             return (FILE_SEQUENCE_COLUMN,)
         return (LOAD_PHASE_COLUMN, *self.sequence) if self.load_phase else self.sequence
+
+
+def _not_in(name: str, names: Sequence[str], where: str) -> str:
+    return f"column '{name}' is not among {where} ({', '.join(names)}); names are compared exactly"

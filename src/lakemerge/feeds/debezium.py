@@ -31,7 +31,7 @@ from lakemerge import columns as C
 from lakemerge.columns import col
 from lakemerge.config.feed import FeedConfig
 from lakemerge.config.records import RecordsConfig
-from lakemerge.feeds import containers
+from lakemerge.feeds import containers, utf8
 from lakemerge.feeds.connect_schema import Logical, from_connect
 from lakemerge.feeds.events import Envelope, envelope_rows
 from lakemerge.feeds.formats import Read, position
@@ -51,6 +51,7 @@ def debezium_rows(
     *,
     value: str = "value",
     logical: Mapping[str, Logical] | None = None,
+    messages: bool = False,
 ) -> Read:
     """Change rows from Debezium events held as JSON text.
 
@@ -62,6 +63,8 @@ def debezium_rows(
         feed: the feed's settings: declared ``types``, ``debezium`` encodings, op codes.
         logical: the columns' semantic types when known beforehand (a schema registry's); else
             they come from the events' own schemas, when they carry them.
+        messages: the texts are Kafka message values (not lines of files): a value that is not
+            UTF-8 is named as such.
 
     Returns:
         The rows: the table's columns (decoded), ``__op``, ``__ts_ms`` and ``__source_…``, then
@@ -86,11 +89,12 @@ def debezium_rows(
     text = col(value)
     tombstone = text.isNull() | (F.trim(text) == "null")
     corrupt = F.col(f"{_EVENT}.{_CORRUPT}")
+    undecodable = utf8.invalid(text, of="the message's value", hint="") if messages else utf8.invalid(text)
     envelope = Envelope(
         parts=_parts(parsing),
         tombstone=tombstone,
-        malformed=F.when(corrupt.isNotNull() & ~tombstone, F.lit("malformed JSON event")),
-        raw=text,
+        malformed=F.coalesce(undecodable, F.when(corrupt.isNotNull() & ~tombstone, F.lit("malformed JSON event"))),
+        raw=utf8.valid_text(text),
     )
     carried = [c for c in events.columns if c != value]
     return envelope_rows(frame, envelope, feed, logical, carried=carried)

@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING
 
 from lakemerge import columns as C
 from lakemerge.columns import col
-from lakemerge.config.feed import FeedConfig
+from lakemerge.config.feed import FeedConfig, ddl_names
 from lakemerge.config.records import RecordsConfig
 from lakemerge.errors import InputError
 from lakemerge.feeds.files import FeedFile
-from lakemerge.feeds.formats import Read, ddl_names, declared_types, read_columnar, read_csv
+from lakemerge.feeds.formats import Read, declared_types, read_columnar, read_csv
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -57,9 +57,25 @@ def name_number(name: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
+#: Why an entry of a landing zone is not read (:func:`list_feed_entries`).
+HIDDEN = "hidden: its name starts with '.' or '_' (as Hadoop's and Spark's own files do); not read"
+COLON = "its name holds ':', which a Hadoop path cannot hold; not read: rename it to apply it"
+UNLISTED = "Hadoop does not list it (a dangling symbolic link, or an entry it cannot read); not read"
+
+
 def list_feed_files(spark: SparkSession, locations: Iterable[str], *, file_order: str) -> list[FeedFile]:
+    """The change files under ``locations`` in file order (:func:`list_feed_entries` without the
+    entries it does not read)."""
+    return list_feed_entries(spark, locations, file_order=file_order)[0]
+
+
+def list_feed_entries(
+    spark: SparkSession, locations: Iterable[str], *, file_order: str
+) -> tuple[list[FeedFile], list[tuple[str, str]]]:
     """List every change file under ``locations`` (files, directories walked recursively, or globs),
-    skipping hidden files (``.`` or ``_`` prefix, as Spark does), in file order.
+    in file order, and the entries found there that are not read, each with why: hidden ones (``.``
+    or ``_`` prefix, as Spark skips them), names a Hadoop path cannot hold, and, on the local
+    filesystem, entries Hadoop does not list (dangling symbolic links).
 
     Raises:
         InputError: a location does not exist or cannot be listed, or (for ``name_number``) a
@@ -67,9 +83,13 @@ def list_feed_files(spark: SparkSession, locations: Iterable[str], *, file_order
     """
     hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
     seen: dict[str, FeedFile] = {}
+    ignored: dict[str, str] = {}
     for location in map(absolute, locations):
-        for status in _statuses(spark, hadoop_conf, location):
+        for status in _statuses(spark, hadoop_conf, location, ignored):
             path = status.getPath()
+            if ":" in str(path.getName()):
+                ignored[str(path.toString())] = COLON
+                continue
             item = FeedFile(
                 path=str(path.toString()),
                 name=str(path.getName()),
@@ -92,7 +112,7 @@ def list_feed_files(spark: SparkSession, locations: Iterable[str], *, file_order
         files.sort(key=lambda f: (f.modified, f.path))
     else:
         files.sort(key=lambda f: f.path)
-    return files
+    return files, sorted(ignored.items())
 
 
 def qualified(spark: SparkSession, path: str) -> str:
@@ -109,7 +129,7 @@ def spark_file_path(spark: SparkSession, path: str) -> str:
     return str(jclass(spark, "org.apache.hadoop.fs.Path")(path).toUri().toString())
 
 
-def _statuses(spark: SparkSession, hadoop_conf: Any, location: str) -> list[Any]:
+def _statuses(spark: SparkSession, hadoop_conf: Any, location: str, ignored: dict[str, str]) -> list[Any]:
     path = jclass(spark, "org.apache.hadoop.fs.Path")(location)
     try:
         fs = path.getFileSystem(hadoop_conf)
@@ -117,27 +137,52 @@ def _statuses(spark: SparkSession, hadoop_conf: Any, location: str) -> list[Any]
             matched = fs.globStatus(path) or []
             result: list[Any] = []
             for status in matched:
-                result.extend(_walk(fs, status))
+                result.extend(_walk(fs, status, ignored))
             if not result:
                 raise InputError("input pattern matches no file", path=location)
             return result
         if not fs.exists(path):
             raise InputError("input path does not exist", path=location)
-        return _walk(fs, fs.getFileStatus(path))
+        return _walk(fs, fs.getFileStatus(path), ignored)
     except InputError:
         raise
     except Exception as exc:  # py4j wraps Java's IOExceptions
         raise InputError(f"cannot list input path: {_java_message(exc)}", path=location) from None
 
 
-def _walk(fs: Any, status: Any) -> list[Any]:
+def _walk(fs: Any, status: Any, ignored: dict[str, str]) -> list[Any]:
     if not status.isDirectory():
-        return [status] if _visible(str(status.getPath().getName())) else []
+        if _visible(str(status.getPath().getName())):
+            return [status]
+        ignored[str(status.getPath().toString())] = HIDDEN
+        return []
     found: list[Any] = []
-    for child in fs.listStatus(status.getPath()):
+    listed = fs.listStatus(status.getPath())
+    for child in listed:
         if _visible(str(child.getPath().getName())):
-            found.extend(_walk(fs, child))
+            found.extend(_walk(fs, child, ignored))
+        else:
+            ignored[str(child.getPath().toString())] = HIDDEN
+    _unlisted(status.getPath(), {str(child.getPath().getName()) for child in listed}, ignored)
     return found
+
+
+def _unlisted(directory: Any, names: set[str], ignored: dict[str, str]) -> None:
+    """Note the entries of a local ``directory`` that Hadoop did not list (it passes over dangling
+    symbolic links without a word)."""
+    import os
+
+    uri = directory.toUri()
+    if str(uri.getScheme() or "file") != "file":
+        return
+    try:
+        entries = os.listdir(str(uri.getPath()))
+    except OSError:
+        return
+    for name in entries:
+        if name not in names:
+            where = str(directory.toString()).rstrip("/") + "/" + name
+            ignored[where] = HIDDEN if not _visible(name) else UNLISTED
 
 
 def _visible(name: str) -> bool:

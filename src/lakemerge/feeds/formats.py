@@ -15,7 +15,8 @@ from lakemerge import columns as C
 from lakemerge.columns import col, quoted
 from lakemerge.config.feed import FeedConfig
 from lakemerge.config.records import RecordsConfig
-from lakemerge.errors import ConfigError, InputError
+from lakemerge.errors import ConfigError, InputError, first_line
+from lakemerge.feeds import utf8
 from lakemerge.spark.jvm import jclass
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ def _first_line(spark: SparkSession, path: str) -> str | None:
 
 def _data_columns(spark: SparkSession, feed: FeedConfig, paths: Sequence[str], count_fields: object) -> list[str]:
     if feed.schema_ddl:
-        return list(ddl_names(feed.schema_ddl))
+        return [f.name for f in ddl_schema(feed.schema_ddl).fields]  # (Spark's reason for a bad type)
     if feed.columns:
         return list(feed.columns)
     if feed.format == "csv" and feed.header and feed.encoding.upper().replace("-", "") != "UTF8":
@@ -76,27 +77,25 @@ def _data_columns(spark: SparkSession, feed: FeedConfig, paths: Sequence[str], c
     return [f"c{i}" for i in range(len(fields))]
 
 
-def ddl_names(ddl: str) -> tuple[str, ...]:
-    """The column names of a Spark DDL schema (``id STRING, price INT``), in order."""
-    return tuple(_ddl_schema(ddl))
-
-
 def declared_types(feed: FeedConfig | RecordsConfig) -> dict[str, str]:
     """The Spark SQL type the feed declares for each column: its ``schema``'s, then ``types``."""
-    return {**_ddl_schema(feed.schema_ddl or ""), **feed.types}
+    declared = ddl_schema(feed.schema_ddl).fields if feed.schema_ddl else []
+    return {**{f.name: f.dataType.simpleString() for f in declared}, **feed.types}
 
 
-def _ddl_schema(ddl: str) -> dict[str, str]:
+def ddl_schema(ddl: str) -> StructType:
+    """The schema a Spark DDL string declares.
+
+    Raises:
+        ConfigError: naming Spark's reason (an unknown type, a syntax error and where)."""
     from pyspark.sql.types import StructType
 
-    if not ddl.strip():
-        return {}
     try:
         schema = StructType.fromDDL(ddl)
         assert isinstance(schema, StructType)
     except Exception as exc:
-        raise ConfigError(f"not a valid Spark DDL schema: {str(exc).splitlines()[0]}", key="feed.schema") from None
-    return {f.name: f.dataType.simpleString() for f in schema.fields}
+        raise ConfigError(f"not a valid Spark DDL schema: {first_line(exc)}", key="feed.schema") from None
+    return schema
 
 
 @dataclass(frozen=True)
@@ -140,6 +139,12 @@ def read_csv(
     if not names:
         return _empty(spark, paths)
     check_names(names, paths[0])
+    if feed.header and utf8.checks(feed) and any("\ufffd" in n for n in names):
+        raise InputError(
+            "the header line is not valid UTF-8 (its names would hold U+FFFD); set the feed's encoding if the "
+            "files use another character set; nothing was applied",
+            path=paths[0],
+        )
     schema = ", ".join(f"{quoted(n)} STRING" for n in names) + f", {quoted(_CORRUPT)} STRING"
     reader = (
         _csv_reader(spark, feed)
@@ -173,6 +178,11 @@ def read_text(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -> Re
         return _empty(spark, paths)
     text = spark.read.text(list(paths)).select("value", "_metadata")
     text = position(text).filter(F.length("value") > 0)
+    header = _first_line(spark, paths[0]) if feed.header else None
+    if header is not None:
+        # Each file's header line (at the start of its first split) is not a record: files of one
+        # feed share their header.
+        text = text.filter(~((F.col(C.BLOCK) == 0) & (F.col("value") == F.lit(header))))
     fields = F.split(F.col("value"), feed.delimiter_regex, -1)
     width = len(names)
     null = F.lit(feed.null_value) if feed.null_value is not None else None
@@ -182,12 +192,17 @@ def read_text(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -> Re
         if null is not None:
             value = F.when(value == null, F.lit(None).cast("string")).otherwise(value)
         cols.append(F.when(F.size(fields) > i, value).alias(name))
-    malformed = F.when(
+    malformed = F.when(utf8.invalid(F.col("value")).isNotNull(), utf8.invalid(F.col("value"))).when(
         F.size(fields) != width,
         F.format_string(f"wrong number of fields: expected {width}, found %d", F.size(fields)),
     )
     frame = text.select(
-        *cols, F.col("value").alias(C.RAW), malformed.alias(C.MALFORMED), C.BLOCK, C.ROW_ID, "_metadata"
+        *cols,
+        utf8.valid_text(F.col("value")).alias(C.RAW),
+        malformed.alias(C.MALFORMED),
+        C.BLOCK,
+        C.ROW_ID,
+        "_metadata",
     )
     return Read(frame, tuple(names), 1 if feed.header else 0)
 
@@ -197,9 +212,7 @@ def read_json(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -> Re
     from pyspark.sql.types import StringType, StructField, StructType
 
     if feed.schema_ddl:
-        parsed = StructType.fromDDL(feed.schema_ddl)
-        assert isinstance(parsed, StructType)
-        schema = parsed
+        schema = ddl_schema(feed.schema_ddl)
     else:
         schema = spark.read.option("mode", "PERMISSIVE").option("encoding", feed.encoding).json(list(paths)).schema
     data_fields = [f for f in schema.fields if f.name != "_corrupt_record"]

@@ -153,11 +153,7 @@ def _merge(spark: SparkSession, table: TableConfig, latest: DataFrame, *, exists
 
     columns = [c for c in latest.columns if c not in (logview.LOG_OP, logview.LOG_BATCH)]
     if not exists:
-        writer = latest.filter(F.col(logview.LOG_OP) == "U").select(*[col(c) for c in columns]).write
-        writer = writer.format("delta").mode("append")
-        if table.partition_by:
-            writer = writer.partitionBy(*table.partition_by)
-        writer.save(table.path)
+        store.create_table(latest.filter(F.col(logview.LOG_OP) == "U").select(*[col(c) for c in columns]), table)
         return
     from delta.tables import DeltaTable
 

@@ -4,6 +4,7 @@ changed. Only metadata, counts and small bounded samples reach the driver."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -25,9 +26,28 @@ def require_table(spark: SparkSession, path: str) -> None:
         raise TableError(f"{path}: no Delta table here")
 
 
+def change_log(spark: SparkSession, path: str) -> str | None:
+    """The change log beside the table at ``path`` (a ``log`` table's ``PATH__log``), if there is one."""
+    from delta.tables import DeltaTable
+
+    log = f"{path.rstrip('/')}__log"
+    return log if DeltaTable.isDeltaTable(spark, log) else None
+
+
 def history(spark: SparkSession, path: str, *, limit: int | None = None) -> list[CommitInfo]:
-    """Commits of the table at ``path``, newest first, with lakemerge's batch records."""
+    """Commits of the table at ``path``, newest first, with lakemerge's batch records; for a ``log``
+    table, its change log's commits too (its batches, ``change_log`` set), by commit time."""
     require_table(spark, path)
+    commits = _commits(spark, path, limit)
+    log = change_log(spark, path)
+    if log is not None:
+        logged = [replace(c, change_log=True) for c in _commits(spark, log, limit)]
+        commits = sorted([*commits, *logged], key=lambda c: (c.timestamp, c.change_log), reverse=True)
+        commits = commits[:limit] if limit else commits
+    return commits
+
+
+def _commits(spark: SparkSession, path: str, limit: int | None) -> list[CommitInfo]:
     commits = []
     for row in history_rows(spark, path, limit):
         record = parse_record(row["userMetadata"]) or {}
@@ -46,6 +66,8 @@ def history(spark: SparkSession, path: str, *, limit: int | None = None) -> list
                 operation_metrics=dict(row["operationMetrics"] or {}),
                 source=(record.get("source") or {}).get("name"),
                 source_batch=(record.get("source") or {}).get("batch"),
+                skip_reason=(record.get("skipped") or {}).get("reason"),
+                skipped_by=(record.get("skipped") or {}).get("by"),
             )
         )
     return commits
@@ -60,7 +82,9 @@ def show(spark: SparkSession, path: str, *, sample: int = 10) -> TableSummary:
     version = int(DeltaTable.forPath(spark, path).history(1).select("version").collect()[0][0])
     frame = spark.read.format("delta").load(path)
     rows = frame.count()
+    log = change_log(spark, path)
     return TableSummary(
+        log_rows=spark.read.format("delta").load(log).count() if log is not None else None,
         path=path,
         version=version,
         schema=tuple((f.name, f.dataType.simpleString()) for f in frame.schema.fields),

@@ -57,9 +57,9 @@ def _plots(commits: Sequence[CommitInfo]) -> dict[str, str]:
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    ordered = sorted(commits, key=lambda c: c.version)
+    ordered = sorted(commits, key=lambda c: (c.timestamp, not c.change_log, c.version))
     batches = [c for c in ordered if c.batch_id]
-    labels = [str(c.version) for c in batches]
+    labels = [_label(c) for c in batches]
     plots: dict[str, str] = {}
 
     figure, axis = plt.subplots(figsize=(9, 3.2))
@@ -81,7 +81,7 @@ def _plots(commits: Sequence[CommitInfo]) -> dict[str, str]:
     plots["duration"] = _svg(figure)
     plt.close(figure)
 
-    versions = [str(c.version) for c in ordered]
+    versions = [_label(c) for c in ordered]
     counts = [_files_and_bytes(c) for c in ordered]
     figure, axis = plt.subplots(figsize=(9, 2.6))
     axis.bar(versions, [c[0] for c in counts], color="#2ca02c", label="files added")
@@ -107,12 +107,17 @@ def _plots(commits: Sequence[CommitInfo]) -> dict[str, str]:
     return plots
 
 
+def _label(commit: CommitInfo) -> str:
+    """A commit's version as the report shows it (``L3``: version 3 of a ``log`` table's change log)."""
+    return f"L{commit.version}" if commit.change_log else str(commit.version)
+
+
 def build_report(commits: Sequence[CommitInfo], summary: TableSummary, *, generated: datetime | None = None) -> str:
     """The report's HTML for ``commits`` (newest first or any order) and the table's ``summary``."""
     e = html.escape
     generated = generated or datetime.now(tz=UTC)
     plots = _plots(commits)
-    batches = sorted((c for c in commits if c.batch_id), key=lambda c: c.version, reverse=True)
+    batches = sorted((c for c in commits if c.batch_id), key=lambda c: (c.timestamp, c.version), reverse=True)
     schema_rows = "".join(f"<tr><td>{e(n)}</td><td>{e(t)}</td></tr>" for n, t in summary.schema)
     figures = "".join(f'<figure class="lm-plot" data-plot="{name}">{plots[name]}</figure>' for name in PLOTS)
     batch_rows = "".join(
@@ -120,9 +125,9 @@ def build_report(commits: Sequence[CommitInfo], summary: TableSummary, *, genera
         + "".join(
             f"<td>{e(str(v))}</td>"
             for v in (
-                c.version,
+                _label(c),
                 c.timestamp.replace("T", " ")[:19],
-                c.operation,
+                f"skipped by {c.skipped_by}: {c.skip_reason}" if c.skip_reason else c.operation,
                 len(c.files),
                 *(c.metrics.get(k, 0) for k in ("rows_read", "inserted", "updated", "deleted", "late", "rows_bad")),
                 "" if c.seconds is None else f"{c.seconds:.1f}",
@@ -130,6 +135,11 @@ def build_report(commits: Sequence[CommitInfo], summary: TableSummary, *, genera
         )
         + "</tr>"
         for c in batches
+    )
+    log_row = (
+        f"<tr><td>change log rows (not compacted yet)</td><td>{summary.log_rows}</td></tr>"
+        if summary.log_rows is not None
+        else ""
     )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>lakemerge report: {e(summary.path)}</title>
@@ -149,7 +159,7 @@ lakemerge batches.</p>
 <table class="summary" id="summary">
 <tr><td>version</td><td>{summary.version}</td></tr><tr><td>rows</td><td>{summary.rows}</td></tr>
 <tr><td>data files</td><td>{summary.files}</td></tr><tr><td>bytes</td><td>{summary.bytes}</td></tr>
-<tr><td>partitioned by</td><td>{e(", ".join(summary.partition_by) or "-")}</td></tr>
+<tr><td>partitioned by</td><td>{e(", ".join(summary.partition_by) or "-")}</td></tr>{log_row}
 </table>
 <h2>Schema</h2><table><tr><th>column</th><th>type</th></tr>{schema_rows}</table>
 <h2>History</h2>{figures}

@@ -26,8 +26,10 @@ def translate(exc: BaseException, *, reading: bool) -> LakemergeError | None:
     if not module.startswith(("pyspark", "py4j", "delta")):
         return None
     text = str(exc)
-    if any(name in text for name in _CONFLICTS):
-        return ConflictError(f"a concurrent writer changed the table: {first_line(exc)}")
+    found = next((name for name in _CONFLICTS if name in text), None)
+    if found is not None:
+        # (Delta's own text guesses at streaming queries sharing a checkpoint: not what happened here.)
+        return ConflictError(f"a concurrent writer committed to the table first (Delta's {found})")
     if reading:
         return InputError(f"cannot read change files: {first_line(exc)}")
     return None

@@ -139,9 +139,12 @@ def default_log_file() -> str:
     file under the temp directory."""
     if os.environ.get("LAKEMERGE_SPARK_LOG"):
         return os.environ["LAKEMERGE_SPARK_LOG"]
-    return os.path.join(
-        tempfile.gettempdir(), f"lakemerge-{os.getuid() if hasattr(os, 'getuid') else 'user'}", "spark.log"
-    )
+    return os.path.join(_own_folder(), "spark.log")
+
+
+def _own_folder() -> str:
+    """lakemerge's folder of the user under the temp directory (Spark's log, an empty warehouse)."""
+    return os.path.join(tempfile.gettempdir(), f"lakemerge-{os.getuid() if hasattr(os, 'getuid') else 'user'}")
 
 
 def session_conf(settings: SparkSettings) -> dict[str, str]:
@@ -181,6 +184,12 @@ def session_conf(settings: SparkSettings) -> dict[str, str]:
             conf[_DRIVER_OPTIONS] = derby
         if settings.warehouse:
             conf["spark.sql.warehouse.dir"] = settings.warehouse
+    elif settings.warehouse:
+        conf["spark.sql.warehouse.dir"] = settings.warehouse
+    elif settings.master.startswith("local"):
+        # Spark's in-memory catalog makes its default database's folder, ./spark-warehouse, in the
+        # working directory the first time a statement names a table: not where a scheduler runs.
+        conf["spark.sql.warehouse.dir"] = os.path.join(_own_folder(), "spark-warehouse")
     conf.update(settings.conf)
     if derby is not None and "-Dderby.system.home=" not in conf[_DRIVER_OPTIONS]:
         conf[_DRIVER_OPTIONS] = f"{derby} {conf[_DRIVER_OPTIONS]}"  # (the user's own options keep it)

@@ -173,10 +173,14 @@ def read_sides(
     for path in (table.path, table.log_table):
         if not store.table_exists(spark, path):
             continue
-        found = stats.read_listed(spark, path, within=within) if listed or path == table.log_table else None
+        version = None
+        if listed or path == table.log_table:
+            found = stats.read_listed(spark, path, within=within)
+        else:
+            found, version = stats.read_if_empty(spark, path)  # (the table before its first compaction)
         if found is None:
             # Read through Delta, whose file skipping takes the ranges as a filter.
-            found = store.read_pinned(spark, path)
+            found = store.read_pinned(spark, path) if version is None else store.read_version(spark, path, version)
             found = found.filter(ranges.predicate()) if ranges is not None else found
         sides[path] = found
     return sides

@@ -34,11 +34,17 @@ def list_quarantine(
         return []
     committed = []
     order = {}
-    for row in history_rows(spark, table_path):
-        record = parse_record(row["userMetadata"])
-        if record and record.get("batch_id"):
-            order[record["batch_id"]] = int(row["version"])
-            committed.append(record["batch_id"])
+    # A log table's batches commit to its change log (docs/semantics.md §14); its table's own
+    # commits are compactions. Batches are ordered by their number.
+    log = f"{table_path.rstrip('/')}__log"
+    for path in [table_path, *([log] if DeltaTable.isDeltaTable(spark, log) else [])]:
+        if not DeltaTable.isDeltaTable(spark, path):
+            continue
+        for row in history_rows(spark, path):
+            record = parse_record(row["userMetadata"])
+            if record and record.get("batch_id"):
+                order[record["batch_id"]] = int(record.get("txn_version") or row["version"])
+                committed.append(record["batch_id"])
     if not committed:
         return []
     frame = spark.read.format("delta").load(quarantine_path).filter(F.col("batch_id").isin(committed))

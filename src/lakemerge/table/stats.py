@@ -168,6 +168,22 @@ def read_listed(
     return DataFrame(snapshot.deltaLog().createDataFrame(snapshot, files, False, none), spark)
 
 
+def read_if_empty(spark: SparkSession, path: str) -> tuple[DataFrame | None, int]:
+    """The table at ``path`` as :func:`read_listed` reads it when its latest version's checksum lists
+    no data file (a ``log`` table's table before its first compaction: an empty table read through
+    Delta costs a Spark job for Delta's file skipping on every read), else ``None``; and that
+    version, for the caller to read it by (:func:`lakemerge.table.store.read_version`)."""
+    from pyspark.sql import DataFrame
+
+    snapshot = latest_snapshot(spark, path)
+    version = int(snapshot.version())
+    files = _listed_files(snapshot) if version >= 0 else None
+    if files is None or int(files.size()) != 0:
+        return None, version
+    none = jclass(spark, "scala.Option").empty()
+    return DataFrame(snapshot.deltaLog().createDataFrame(snapshot, files, False, none), spark), version
+
+
 def _files_within(
     spark: SparkSession, snapshot: Any, files: Any, column: str, overlaps: Callable[[Any, Any], bool]
 ) -> Any:

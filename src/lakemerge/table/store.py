@@ -10,6 +10,7 @@ from lakemerge.spark.jvm import jclass
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
     from lakemerge.config import TableConfig
 
@@ -87,7 +88,11 @@ def read_pinned(spark: SparkSession, path: str) -> DataFrame:
     a batch writes to paths its cached classification read (its tombstones, its log, its own
     commit), which would drop that classification and plan or compute it again. A read of a fixed
     version is a different relation, which those refreshes leave alone."""
-    version = int(latest_snapshot(spark, path).version())
+    return read_version(spark, path, int(latest_snapshot(spark, path).version()))
+
+
+def read_version(spark: SparkSession, path: str, version: int) -> DataFrame:
+    """The table at ``path`` as of ``version`` (see :func:`read_pinned`)."""
     return spark.read.format("delta").option("versionAsOf", version).load(path)
 
 
@@ -101,10 +106,51 @@ def properties_of(snapshot: Any) -> dict[str, str]:
     return found
 
 
+#: Characters Delta refuses in a column name unless the table maps names to physical ones.
+_UNMAPPABLE = frozenset(" ,;{}()\n\t=")
+
+#: The table property of column mapping, and its mode that lets names hold any character.
+COLUMN_MAPPING = "delta.columnMapping.mode"
+
+
+def needs_mapping(schema: StructType) -> bool:
+    """Whether a column (or nested field) name of ``schema`` holds a character Delta refuses in
+    names without column mapping (a space, ``,;{}()=``, a tab or newline): such a table is
+    created, or altered, with ``delta.columnMapping.mode = name``."""
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    def walk(kind: Any) -> bool:
+        if isinstance(kind, StructType):
+            return any(_UNMAPPABLE & set(f.name) or walk(f.dataType) for f in kind.fields)
+        if isinstance(kind, ArrayType):
+            return walk(kind.elementType)
+        if isinstance(kind, MapType):
+            return walk(kind.keyType) or walk(kind.valueType)
+        return False
+
+    return walk(schema)
+
+
+def mapping_options(schema: StructType) -> dict[str, str]:
+    """The table properties a new Delta table of ``schema`` needs (column mapping, where names
+    need it: :func:`needs_mapping`); pass them as the writer's options."""
+    return {COLUMN_MAPPING: "name"} if needs_mapping(schema) else {}
+
+
+def map_names(spark: SparkSession, path: str, schema: StructType) -> None:
+    """Turn on column mapping on the existing table at ``path`` before a write adds the columns of
+    ``schema`` whose names need it (a metadata commit of its own, which changes no data); nothing
+    when it has it already or the names do not need it."""
+    if not needs_mapping(schema) or table_properties(spark, path).get(COLUMN_MAPPING, "none") != "none":
+        return
+    spark.sql(f"ALTER TABLE {sql_path(path)} SET TBLPROPERTIES ('{COLUMN_MAPPING}' = 'name')")
+
+
 def create_table(frame: DataFrame, table: TableConfig) -> None:
-    """Write ``frame`` as the table's first commit (partitioned, and with deletion vectors enabled
-    for ``deletion_vectors`` tables). Call inside :func:`commit_record`."""
-    writer = frame.write.format("delta").mode("append")
+    """Write ``frame`` as the table's first commit (partitioned, with deletion vectors enabled for
+    ``deletion_vectors`` tables, and column mapping where names need it). Call inside
+    :func:`commit_record`."""
+    writer = frame.write.format("delta").mode("append").options(**mapping_options(frame.schema))
     if table.write_mode == "deletion_vectors":
         writer = writer.option("delta.enableDeletionVectors", "true")
     if table.partition_by:

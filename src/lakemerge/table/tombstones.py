@@ -181,7 +181,9 @@ def append(
     )
     if truncate is not None:
         _mark_truncates(spark, table, rows.limit(0))
-    rows.coalesce(files_for(count)).write.format("delta").mode("append").save(table.tombstone_table)
+    rows.coalesce(files_for(count)).write.format("delta").mode("append").options(
+        **store.mapping_options(rows.schema)
+    ).save(table.tombstone_table)
 
 
 def _mark_truncates(spark: SparkSession, table: TableConfig, empty: DataFrame) -> None:
@@ -193,7 +195,9 @@ def _mark_truncates(spark: SparkSession, table: TableConfig, empty: DataFrame) -
     if exists(spark, table) and table_properties(spark, table.tombstone_table).get(TRUNCATES_PROPERTY) == "true":
         return
     if not exists(spark, table):
-        empty.write.format("delta").mode("append").save(table.tombstone_table)
+        empty.write.format("delta").mode("append").options(**store.mapping_options(empty.schema)).save(
+            table.tombstone_table
+        )
     spark.sql(
         f"ALTER TABLE {store.sql_path(table.tombstone_table)} SET TBLPROPERTIES ('{TRUNCATES_PROPERTY}' = 'true')"
     )
@@ -208,14 +212,16 @@ def append_confirmed(table: TableConfig, rows: DataFrame, *, count: int) -> None
 
     from lakemerge.table.store import files_for
 
-    rows.select(
+    confirmed = rows.select(
         *[col(c) for c in (*table.key, *table.sequence_columns)],
         F.col(BATCH).cast("long").alias(BATCH),
         F.lit(None).cast("string").alias(BATCH_ID),
         F.col(WRITTEN_AT).cast("long").alias(WRITTEN_AT),
         F.lit(False).alias(TRUNCATE),
         F.lit(True).alias(CONFIRMED),
-    ).coalesce(files_for(count)).write.format("delta").mode("append").save(table.tombstone_table)
+    )
+    writer = confirmed.coalesce(files_for(count)).write.format("delta").mode("append")
+    writer.options(**store.mapping_options(confirmed.schema)).save(table.tombstone_table)
 
 
 def deletes_of(classified: DataFrame, table: TableConfig, outcomes: Collection[str]) -> DataFrame:

@@ -38,7 +38,8 @@ def properties(table: TableConfig, schema: StructType) -> dict[str, str]:
     column cannot reach it through the merged view's ranking. Collecting them all cost about a third
     of the write of a large batch (bench/RESULTS.md, "Log files and statistics"). A key column of a type
     Delta keeps no statistics for (boolean, binary) is left out, as Delta refuses it there; names
-    are spelled as in ``schema``."""
+    are spelled as in ``schema``, each quoted. Names that need it get column mapping
+    (:func:`lakemerge.table.store.mapping_options`)."""
     from pyspark.sql import types as T
 
     # (The types Delta collects statistics for: its SkippingEligibleDataType.)
@@ -46,8 +47,8 @@ def properties(table: TableConfig, schema: StructType) -> dict[str, str]:
     fields = {f.name.lower(): f for f in schema.fields}
     keys = [fields[k.lower()] for k in table.key if k.lower() in fields]
     columns = [f.name for f in keys if isinstance(f.dataType, eligible)]
-    quoted = ", ".join("`" + c.replace("`", "``") + "`" for c in (*columns, LOG_OP, LOG_BATCH))
-    return {"delta.dataSkippingStatsColumns": quoted}
+    listed = ", ".join(quoted(c) for c in (*columns, LOG_OP, LOG_BATCH))
+    return {"delta.dataSkippingStatsColumns": listed, **store.mapping_options(schema)}
 
 
 def log_rows(

@@ -79,6 +79,12 @@ def build(
     types = {f.name: f.dataType for f in valid.schema.fields}
     if stored is not None:
         types.update({f.name: f.dataType for f in stored.schema.fields if f.name not in types})
+        # A column the feed brings and the table lacks is null in the stored versions (docs/semantics.md
+        # §7); the MERGE adds it to the table.
+        held = set(stored.columns)
+        for c in columns:
+            if c not in held:
+                stored = stored.withColumn(c, F.lit(None).cast(types[c]))
 
     # 1. Incoming events: one per key and sequence.
     ordered = Window.partitionBy(*keys, col(seq)).orderBy(
