@@ -170,9 +170,12 @@ def read_sides(
     make Spark compile new code for it every batch)."""
     within = (ranges.column, ranges.overlaps) if ranges is not None else None
     sides: dict[str, DataFrame] = {}
+    logged = store.table_exists(spark, table.log_table)
     for path in (table.path, table.log_table):
-        if not store.table_exists(spark, path):
+        if not (logged if path == table.log_table else store.table_exists(spark, path)):
             continue
+        if path == table.path and logged and stats.lists_no_files(spark, path):
+            continue  # (the table before its first compaction: the log holds every row, and the schema)
         version = None
         if listed or path == table.log_table:
             found = stats.read_listed(spark, path, within=within)

@@ -168,6 +168,14 @@ def read_listed(
     return DataFrame(snapshot.deltaLog().createDataFrame(snapshot, files, False, none), spark)
 
 
+def lists_no_files(spark: SparkSession, path: str) -> bool:
+    """Whether the checksum of the table's latest version lists no data file (a ``log`` table's
+    table before its first compaction)."""
+    snapshot = latest_snapshot(spark, path)
+    files = _listed_files(snapshot) if snapshot.version() >= 0 else None
+    return files is not None and int(files.size()) == 0
+
+
 def read_if_empty(spark: SparkSession, path: str) -> tuple[DataFrame | None, int]:
     """The table at ``path`` as :func:`read_listed` reads it when its latest version's checksum lists
     no data file (a ``log`` table's table before its first compaction: an empty table read through
