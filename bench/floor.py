@@ -20,8 +20,18 @@ The modes:
 - ``kept``: ``lookup`` with the stored keys and sequences kept in the session's memory between
   batches: the table's cached at the first batch, each batch's rows as its write reads them. What
   a process that keeps its table's keys (and is its only writer) would read instead of Delta.
-- ``log``: lakemerge's ``apply_table`` in ``write_mode = "log"``, as the harness's ``lakemerge_log``.
-- ``hand`` and ``rewrite``: the harness's hand-written MERGE and full rewrite.
+- ``touched``: the least a correct copy-on-write batch does with Spark and Delta, lakemerge's own write without
+  its rules: the batch deduplicated (newest row per key), the data files holding its keys found by one broadcast
+  semi-join of the batch's keys with the table's key column (their ``_metadata.file_path``), only those files
+  read, their rows of the batch's keys replaced by the batch's upserts (deletes dropped), the inserts written
+  beside them, and the files swapped in one Delta transaction on the version read (:mod:`lakemerge.table.direct`).
+  No sequence check against the stored row (a late change is applied), no tombstones, no ledger, no counts.
+- ``touched_dv``: the same on a table with deletion vectors: the new rows written, the old rows marked in
+  deletion vectors from their row indexes; nothing of the table read but its key column.
+- ``log``, ``cow`` and ``dv``: lakemerge's ``apply_table`` in ``write_mode = "log"``, ``"copy_on_write"`` and
+  ``"deletion_vectors"``, as the harness's ``lakemerge_log``, ``lakemerge`` and ``lakemerge_dv``.
+- ``hand``, ``hand_dv`` and ``rewrite``: the harness's hand-written MERGE (on a plain table, on one with
+  deletion vectors) and full rewrite.
 
 With ``--prune``, ``bound`` and ``lookup`` read only the files whose key statistics meet the batch's
 smallest to largest key (from the feed's Parquet footer): on ``recent`` batches the table's newest
@@ -51,9 +61,11 @@ from bench.data import KEY, ROOT
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-MODES = ("append", "bound", "lookup", "kept", "log", "hand", "rewrite")
+MODES = ("append", "bound", "lookup", "kept", "touched", "touched_dv", "log", "cow", "dv", "hand", "hand_dv", "rewrite")
+#: The modes whose table is created with deletion vectors.
+VECTORS = ("touched_dv", "dv", "hand_dv")
 #: The modes each mode is compared with, when they ran.
-REFERENCES = ("hand", "rewrite")
+REFERENCES = ("hand", "hand_dv", "rewrite")
 HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: Seconds one run (a session, the table's creation and its batches) may take.
 TIMEOUT = 1800
@@ -134,6 +146,44 @@ def kept_batch(
     return apply
 
 
+def touched_batch(spark: SparkSession, path: str, *, vectors: bool = False) -> Callable[[str], None]:
+    """The ``touched`` (``vectors``: ``touched_dv``) mode: see the module."""
+    from pyspark.sql import functions as F
+
+    from lakemerge.table import direct, ledger, stats
+
+    def apply(batch: str) -> None:
+        from bench.peers import _deduped
+
+        changes = _deduped(spark, batch)
+        columns = [c for c in changes.columns if c != "op"]
+        stored, snapshot = stats.read_snapshot(spark, path)
+        keyed = stored.select(
+            KEY, F.col("_metadata.file_path").alias("_file"), F.col("_metadata.row_index").alias("_row")
+        )
+        found = keyed.join(F.broadcast(changes.select(KEY)), KEY, "left_semi")
+        if not vectors:
+            files = [r[0] for r in found.select("_file").distinct().collect()]
+        else:
+            found = found.persist()
+            files = [r[0] for r in found.select("_file").distinct().collect()]
+        number = ledger.txn_version(spark, path) + 1
+        opened = direct.open_on(spark, snapshot, files, app_id=ledger.TXN_APP_ID, txn_version=number)
+        assert opened is not None
+        upserts = changes.filter("op = 'U'").select(*columns)
+        if vectors:
+            opened.write(upserts)
+            opened.mark_rows(found, file=F.col("_file"), row=F.col("_row"))
+            found.unpersist()
+        else:
+            kept = opened.read_touched().join(F.broadcast(changes.select(KEY)), KEY, "left_anti")
+            opened.write(kept.unionByName(upserts))
+            opened.remove_touched()
+        opened.commit(app_id=ledger.TXN_APP_ID, txn_version=number, metrics={"operationNumSourceRows": 0}, record="{}")
+
+    return apply
+
+
 def key_bounds(batch: str) -> tuple[int, int] | None:
     """The smallest and largest key of a Parquet file, from its footer's statistics (``None`` when a
     row group has none: the batch is then read unpruned)."""
@@ -159,14 +209,19 @@ def run_one(mode: str, count: int, kind: str, sf: float, prune: bool = False) ->
     path, target = f"{DATA}/floor-table", f"{DATA}/floor-table-beside"
     for folder in (path, target):
         peers.clean(folder)
-    peers._create_delta(spark, f"{root}/orders.parquet", path, "clustered")
+    peers._create_delta(spark, f"{root}/orders.parquet", path, "clustered", deletion_vectors=mode in VECTORS)
     appliers: dict[str, Callable[[], Callable[[str], None]]] = {
         "append": lambda: append_batch(spark, target),
         "bound": lambda: lookup_batch(spark, path, target, prune=prune, earlier=False),
         "lookup": lambda: lookup_batch(spark, path, target, prune=prune),
         "kept": lambda: kept_batch(spark, path, target),
+        "touched": lambda: touched_batch(spark, path),
+        "touched_dv": lambda: touched_batch(spark, path, vectors=True),
         "log": lambda: peers.lakemerge_batch(spark, path, "clustered", "log", batches[0]),
+        "cow": lambda: peers.lakemerge_batch(spark, path, "clustered", "copy_on_write", batches[0]),
+        "dv": lambda: peers.lakemerge_batch(spark, path, "clustered", "deletion_vectors", batches[0]),
         "hand": lambda: peers.hand_merge_batch(spark, path),
+        "hand_dv": lambda: peers.hand_merge_batch(spark, path),
         "rewrite": lambda: peers.full_rewrite_batch(spark, path, "clustered"),
     }
     times = peers._timed(batches, appliers[mode]())

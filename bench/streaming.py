@@ -7,10 +7,13 @@
   20 % inserts, 10 % deletes, some keys twice: ``bench.data``) are produced to one topic as JSON
   messages first; each peer then reads the topic from its start, one change batch per micro-batch
   (``maxOffsetsPerTrigger``), until it has applied everything (trigger available-now). Changes per
-  second = messages ÷ the query's wall time; the first micro-batch (JVM warm-up) is reported apart.
+  second = messages ÷ the query's wall time, and steady (the first micro-batch, which warms the JVM
+  up, left out: the other micro-batches' messages ÷ their time).
 - **Latency**: each peer streams with a 1-second trigger while a producer sends ``--rate`` messages
   a second for ``--seconds`` seconds; a micro-batch's latency is the time from its oldest message's
-  sending to the end of its commit. Reported: median and 95th percentile over the micro-batches.
+  sending to the end of its commit (when its rows are visible to readers). After the producer stops,
+  the peer is given up to two minutes to catch up; reported: median and 95th percentile over the
+  micro-batches, and whether it kept up (applied every message sent).
 
 Every peer runs in a fresh process (``python -m bench.streaming --peer NAME ...``), with the same
 Spark session settings as the batch harness (``bench.peers.session``) plus Spark's Kafka source, on
@@ -33,7 +36,7 @@ from typing import Any
 from bench import data
 from bench.kafka import broker
 
-PEERS = ("lakemerge", "lakemerge_log", "hand_merge")
+PEERS = ("lakemerge", "lakemerge_dv", "lakemerge_log", "hand_merge")
 SCHEMA = (
     "o_orderkey BIGINT, o_custkey BIGINT, o_orderstatus STRING, o_totalprice DECIMAL(15,2), o_orderdate DATE, "
     "o_orderpriority STRING, o_clerk STRING, o_shippriority INT, o_comment STRING, seq BIGINT, o_year INT, op STRING, "
@@ -176,8 +179,8 @@ def _peer(args: argparse.Namespace) -> int:
     root = Path(args.data) / "streaming" / args.peer / ("latency" if args.latency else "throughput")
     subprocess.run(["rm", "-rf", str(root)], check=True)
     path = str(root / "orders")
-    _create_delta(spark, args.source, path, "clustered")
-    timings: list[tuple[float, float]] = []  # (commit end, oldest message's sending), per micro-batch
+    _create_delta(spark, args.source, path, "clustered", deletion_vectors=args.peer == "lakemerge_dv")
+    timings: list[tuple[float, float, int]] = []  # (commit end, oldest message's sending, rows), per micro-batch
     handler = _hand_merge(path, timings) if args.peer == "hand_merge" else _lakemerge(args.peer, path, timings)
     reader = spark.readStream.format("kafka").option("kafka.bootstrap.servers", args.bootstrap)
     reader = reader.option("subscribe", args.topic).option("startingOffsets", "earliest")
@@ -190,19 +193,19 @@ def _peer(args: argparse.Namespace) -> int:
         started = time.perf_counter()
         writer.trigger(availableNow=True).start().awaitTermination()
         elapsed = time.perf_counter() - started
-        ends = [end for end, _ in timings]
-        result = {
-            "seconds": round(elapsed, 3),
-            "micro_batches": len(timings),
-            "first_batch_seconds": round(ends[0] - started, 3) if ends else None,
-        }
+        result = {"seconds": round(elapsed, 3), "micro_batches": len(timings)}
+        if len(timings) > 1:
+            first_end = timings[0][0]
+            result["first_batch_seconds"] = round(first_end - started, 3)
+            rest = sum(rows for _, _, rows in timings[1:])
+            result["steady_per_second"] = round(rest / (timings[-1][0] - first_end))
     result["checksum"] = spark_checksum(spark, "lakemerge_log" if args.peer == "lakemerge_log" else args.peer, path)
     print(json.dumps(result))
     return 0
 
 
 def _latency_run(
-    spark: Any, args: argparse.Namespace, writer: Any, timings: list[tuple[float, float]]
+    spark: Any, args: argparse.Namespace, writer: Any, timings: list[tuple[float, float, int]]
 ) -> dict[str, Any]:
     """Produce ``--rate`` messages a second for ``--seconds`` seconds while the peer streams with a
     1-second trigger; each micro-batch's latency, from its oldest message's sending to its commit."""
@@ -229,60 +232,67 @@ def _latency_run(
         ).save()
         tick += 1
         time.sleep(max(0.0, 1.0 - (time.time() * 1000 - now_ms) / 1000))
-    time.sleep(5)
+    sent = tick * args.rate
+    deadline = time.monotonic() + 120
+    while sum(rows for _, _, rows in timings) < sent and time.monotonic() < deadline:
+        time.sleep(0.5)
     query.stop()
-    latencies = sorted(end - sent for end, sent in timings if sent > 0)
+    latencies = sorted(end - sent_at for end, sent_at, _ in timings if sent_at > 0)
+    applied = sum(rows for _, _, rows in timings)
     if not latencies:
-        return {"micro_batches": 0}
+        return {"micro_batches": 0, "sent": sent, "applied": applied}
     return {
         "micro_batches": len(latencies),
         "p50_seconds": round(latencies[len(latencies) // 2], 3),
         "p95_seconds": round(latencies[min(len(latencies) - 1, int(len(latencies) * 0.95))], 3),
-        "sent": tick * args.rate,
+        "sent": sent,
+        "applied": applied,
+        "kept_up": applied >= sent,
     }
 
 
-def _oldest_sent(frame: Any) -> float:
-    """When the micro-batch's oldest message was sent (seconds), from its ``sent_ms`` (0 when unset)."""
+def _oldest_sent(frame: Any) -> tuple[float, int]:
+    """When the micro-batch's oldest message was sent (seconds), from its ``sent_ms`` (0 when unset),
+    and how many messages it holds: one small job over the micro-batch, the same for every peer."""
     from pyspark.sql import functions as F
 
     found = (
         frame.select(F.get_json_object(F.col("value").cast("string"), "$.sent_ms").cast("bigint").alias("s"))
-        .agg(F.min("s"))
+        .agg(F.min("s"), F.count(F.lit(1)))
         .first()
     )
-    return float(found[0] or 0) / 1000.0
+    return float(found[0] or 0) / 1000.0, int(found[1])
 
 
-def _lakemerge(peer: str, path: str, timings: list[tuple[float, float]]) -> Any:
+def _lakemerge(peer: str, path: str, timings: list[tuple[float, float, int]]) -> Any:
     from bench.peers import lakemerge_table
     from lakemerge import api
     from lakemerge.config.records import RecordsConfig
 
-    mode = "log" if peer == "lakemerge_log" else "copy_on_write"
+    mode = {"lakemerge_log": "log", "lakemerge_dv": "deletion_vectors"}.get(peer, "copy_on_write")
     table = lakemerge_table(path, "clustered", mode, "/nonexistent")
     records = RecordsConfig(
         format="json", schema=SCHEMA, op_column="op", upsert_codes=("U",), drop_columns=("sent_ms",)
     )
 
     def handler(frame: Any, epoch: int) -> None:
-        sent = _oldest_sent(frame)
+        sent, rows = _oldest_sent(frame)
         api.apply_changes(
             table, frame, source="bench-stream", batch_id=epoch, records=records, spark=frame.sparkSession
         )
-        timings.append((time.time(), sent))
+        timings.append((time.time(), sent, rows))
 
     return handler
 
 
-def _hand_merge(path: str, timings: list[tuple[float, float]]) -> Any:
+def _hand_merge(path: str, timings: list[tuple[float, float, int]]) -> Any:
     """What teams write by hand: parse, dedupe to the latest sequence per key, one Delta MERGE."""
     from delta.tables import DeltaTable
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     def handler(frame: Any, epoch: int) -> None:
-        sent = _oldest_sent(frame)
+        sent, count = _oldest_sent(frame)
         spark = frame.sparkSession
         rows = frame.select(F.from_json(F.col("value").cast("string"), SCHEMA).alias("r")).select("r.*").drop("sent_ms")
         latest = Window.partitionBy(data.KEY).orderBy(F.col("seq").desc())
@@ -298,18 +308,22 @@ def _hand_merge(path: str, timings: list[tuple[float, float]]) -> Any:
             .whenNotMatchedInsert(condition="s.op = 'U'", values=values)
             .execute()
         )
-        timings.append((time.time(), sent))
+        timings.append((time.time(), sent, count))
 
     return handler
 
 
 def _table(report: dict[str, Any]) -> str:
-    lines = ["| peer | changes/s | seconds | micro-batches | latency p50 | latency p95 |", "|---|---|---|---|---|---|"]
+    lines = [
+        "| peer | changes/s (all) | changes/s (steady) | seconds | micro-batches | latency p50 | p95 | kept up |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for peer, found in report["peers"].items():
         t, lat = found.get("throughput", {}), found.get("latency", {})
         rate = round(t["messages"] / t["seconds"]) if t.get("seconds") else "—"
-        cells = (rate, t.get("seconds", "—"), t.get("micro_batches", "—"), lat.get("p50_seconds", "—"))
-        lines.append(f"| {peer} | " + " | ".join(str(c) for c in cells) + f" | {lat.get('p95_seconds', '—')} |")
+        cells = [rate, t.get("steady_per_second", "—"), t.get("seconds", "—"), t.get("micro_batches", "—")]
+        cells += [lat.get("p50_seconds", "—"), lat.get("p95_seconds", "—"), lat.get("kept_up", "—")]
+        lines.append(f"| {peer} | " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(lines)
 
 

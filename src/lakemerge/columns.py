@@ -19,6 +19,7 @@ OP = "_lm_op"  # normalised operation: 'U' (upsert) or 'D' (delete)
 ERROR = "_lm_error"  # why the row is bad, or null
 OUTCOME = "_lm_outcome"  # what the row does to the table (see apply.classify)
 STORED_FILE = "_lm_t_file"  # data file holding the stored row of the change's key
+STORED_ROW = "_lm_t_row"  # the stored row's index in its data file (tables with deletion vectors)
 STORED_PARTITION = "_lm_t_partition"  # the stored row's partition values, as JSON
 AFTER_DELETE = "_lm_after_delete"  # partial updates: the batch deleted the key before this upsert
 HEADER = "_lm_header"  # lines before the first record in the row's file

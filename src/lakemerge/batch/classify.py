@@ -16,7 +16,7 @@ from lakemerge.batch.stored import Stored, Truncate
 from lakemerge.changes import collapse
 from lakemerge.columns import col
 from lakemerge.config import TableConfig
-from lakemerge.table import logview, prune
+from lakemerge.table import logview, prune, store
 from lakemerge.table.prune import KeyRanges, key_ranges
 from lakemerge.table.tombstones import Tombstones
 from lakemerge.write import scd2
@@ -102,6 +102,7 @@ def classify_batch(
         table_of_keys=stored.of_keys,
         table_deletes=stored.of_keys,
         table_tombstones=stored.of_keys and table.tombstones,
+        row_index=table.write_mode == "deletion_vectors" and store.marks_rows(stored.snapshot),
     )
     return Classified(cached.persist(classified) if counted else classified, None, ranges)
 

@@ -8,9 +8,12 @@ without a log go to their side table first; they count only once this commit exi
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from lakemerge import columns as C
 from lakemerge.batch import counts
 from lakemerge.errors import InputError
 from lakemerge.feeds.files import first_changed
@@ -19,6 +22,7 @@ from lakemerge.spark.errors import translated
 from lakemerge.spark.scoped import scoped_conf
 from lakemerge.table import ledger, quarantine, tombstones, transaction
 from lakemerge.write import log, scd2, write_changes
+from lakemerge.write.direct import Known, serves, write_direct
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -48,6 +52,10 @@ def commit_batch(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
             quarantine.write_bad_rows(plan.bad, plan.table.quarantine)
     if not plan.counted:
         return _committed(spark, plan, _append_counting(spark, plan, record))
+    known = _direct(spark, plan)
+    if known is not None:
+        _write_direct(spark, plan, record, known)
+        return _committed(spark, plan, metrics)
     if metrics.tombstones_written and not plan.table.log_mode:
         # (A log table's tombstones are rows of its log, appended below with the batch.)
         with translated(reading=False), scoped_conf(spark, plan.settings or plan.own_settings):
@@ -133,6 +141,69 @@ def _write(spark: SparkSession, plan: BatchPlan) -> None:
                 # Classified in a small batch's few partitions: not what the rewrite should use.
                 regroup=bool(plan.settings),
             )
+
+
+def _direct(spark: SparkSession, plan: BatchPlan) -> Known | None:
+    """What the plan's classification found, when a write without MERGE serves the batch
+    (:mod:`lakemerge.write.direct`): it updates or deletes stored rows, has no truncate and no
+    partial update; ``None``: a MERGE (or an append, or a record alone) writes it."""
+    m = plan.metrics
+    if plan.snapshot is None or plan.truncate_before is not None or plan.partial or m.updated + m.deleted == 0:
+        return None
+    known = Known(plan.snapshot, plan.touched, m.inserted, m.updated, m.deleted, broadcast=plan.small)
+    row_index = C.STORED_ROW in plan.classified.columns
+    return known if serves(spark, known, plan.data_columns, row_index=row_index) else None
+
+
+def _write_direct(spark: SparkSession, plan: BatchPlan, record: dict[str, Any], known: Known) -> None:
+    """Write ``plan`` without MERGE, its tombstones appended meanwhile (in a thread of their own:
+    the two writes overlap) and committed before the batch's commit, which they must precede.
+
+    Raises:
+        Superseded: a concurrent writer took the batch number (nothing of this plan is committed)."""
+    pending = _Background(lambda: _write_tombstones(spark, plan)) if plan.metrics.tombstones_written else None
+    try:
+        with translated(reading=False), scoped_conf(spark, plan.settings or plan.own_settings):
+            version = write_direct(
+                spark,
+                plan.table,
+                plan.classified,
+                known=known,
+                data_columns=plan.data_columns,
+                txn_version=plan.txn_version,
+                record=ledger.record_metadata(record),
+                before_commit=pending.join if pending is not None else lambda: None,
+            )
+    finally:
+        if pending is not None:
+            pending.wait()
+    if version is None:
+        raise Superseded()
+
+
+class _Background:
+    """A function running in a thread of its own, from construction; :meth:`join` waits for it and
+    raises what it raised."""
+
+    def __init__(self, work: Callable[[], None]) -> None:
+        self.error: BaseException | None = None
+
+        def run() -> None:
+            try:
+                work()
+            except BaseException as exc:  # (handed to the caller by join)
+                self.error = exc
+
+        self.thread = threading.Thread(target=run, name="lakemerge-tombstones", daemon=True)
+        self.thread.start()
+
+    def wait(self) -> None:
+        self.thread.join()
+
+    def join(self) -> None:
+        self.wait()
+        if self.error is not None:
+            raise self.error
 
 
 def _append_counting(spark: SparkSession, plan: BatchPlan, record: dict[str, Any]) -> BatchMetrics:

@@ -55,13 +55,18 @@ def with_outcomes(
     )
 
 
-def outcome_counts(classified: DataFrame, source: DataFrame | None) -> tuple[list[tuple[str, str, int]], int | None]:
-    """How many of the classified changes have each outcome and op, and (with an SCD2 batch's
-    ``source``) how many versions it writes, in one Spark action."""
+def outcome_counts(
+    classified: DataFrame, source: DataFrame | None, *, files: bool = False
+) -> tuple[list[tuple[str, str, int]], int | None, tuple[str, ...]]:
+    """How many of the classified changes have each outcome and op, (with an SCD2 batch's
+    ``source``) how many versions it writes, and (with ``files``) the data files holding the stored
+    rows it updates or deletes, in one Spark action."""
     from pyspark.sql import functions as F
 
+    replaced = F.col(C.OUTCOME).isin("update", "delete")
+    touched = F.collect_set(F.when(replaced, F.col(C.STORED_FILE))) if files else F.array().cast("array<string>")
     counted = classified.groupBy(F.col(C.OUTCOME).alias("o"), F.col(C.OP).alias("op")).agg(
-        F.count(F.lit(1)).alias("n"), F.lit(False).alias("versions")
+        F.count(F.lit(1)).alias("n"), F.lit(False).alias("versions"), touched.alias("files")
     )
     if source is not None:
         versions = source.agg(F.count(F.lit(1)).alias("n")).select(
@@ -69,16 +74,19 @@ def outcome_counts(classified: DataFrame, source: DataFrame | None) -> tuple[lis
             F.lit(None).cast("string").alias("op"),
             "n",
             F.lit(True).alias("versions"),
+            F.array().cast("array<string>").alias("files"),
         )
         counted = counted.unionByName(versions)
     by_op: list[tuple[str, str, int]] = []
     writes = None
+    found: set[str] = set()
     for row in counted.collect():
+        found.update(row["files"])
         if row["versions"]:
             writes = int(row["n"])
         else:
             by_op.append((str(row["o"]), str(row["op"]), int(row["n"])))
-    return by_op, writes
+    return by_op, writes, tuple(sorted(found))
 
 
 def tallies() -> dict[str, Column]:

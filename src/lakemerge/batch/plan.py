@@ -103,6 +103,10 @@ class BatchPlan:
     #: The batch's keys can be broadcast (:func:`key_broadcast_rows`).
     keyed: bool = False
     stored_columns: tuple[str, ...] = ()
+    #: The snapshot the changes were classified against, and the data files holding the stored rows
+    #: they update or delete: what a write without MERGE needs (:mod:`lakemerge.write.direct`).
+    snapshot: Any = None
+    touched: tuple[str, ...] = ()
     #: Spark settings the batch was planned with and is written with (:mod:`lakemerge.spark.tuning`).
     settings: dict[str, str | None] = field(default_factory=dict)
     #: The session's own values of those settings, for the parts that read the whole table.
@@ -296,7 +300,8 @@ class _Planner:
             cached=self.cached,
             counted=self.counted,
         )
-        metrics, writes = self._metrics(read, truncate, absent, classified)
+        direct = stored.snapshot is not None and truncate.before is None and not table.scd2
+        metrics, writes, touched = self._metrics(read, truncate, absent, classified, files=direct)
         return BatchPlan(
             table=table,
             batch_id=self.batch_id,
@@ -322,6 +327,8 @@ class _Planner:
             small=sizes.small,
             keyed=sizes.keyed,
             stored_columns=stored.columns,
+            snapshot=stored.snapshot if direct else None,
+            touched=touched,
             settings=sizes.settings,
             own_settings=self.own,
             counted=self.counted,
@@ -339,10 +346,10 @@ class _Planner:
         return {}
 
     def _metrics(
-        self, read: ReadBatch, truncate: Truncate, absent: Absent, classified: Classified
-    ) -> tuple[BatchMetrics, int | None]:
-        """The batch's metrics (its outcomes too when it is counted) and, for an SCD2 batch, how many
-        versions it writes."""
+        self, read: ReadBatch, truncate: Truncate, absent: Absent, classified: Classified, *, files: bool
+    ) -> tuple[BatchMetrics, int | None, tuple[str, ...]]:
+        """The batch's metrics (its outcomes too when it is counted), for an SCD2 batch how many
+        versions it writes, and (with ``files``) the data files holding the stored rows it replaces."""
         metrics = BatchMetrics(
             rows_read=read.rows_read,
             rows_bad=read.rows_bad,
@@ -352,8 +359,8 @@ class _Planner:
             snapshot_absent=absent.count,
         )
         if not self.counted:
-            return metrics, None
+            return metrics, None, ()
         source = classified.history.source if classified.history is not None else None
-        by_op, writes = outcome_counts(classified.changes, source)
+        by_op, writes, touched = outcome_counts(classified.changes, source, files=files)
         truncating = truncate.before is not None
-        return with_outcomes(metrics, by_op, table=self.table, truncating=truncating), writes
+        return with_outcomes(metrics, by_op, table=self.table, truncating=truncating), writes, touched

@@ -20,7 +20,7 @@ from lakemerge.config import TableConfig
 from lakemerge.config.table import FILE_SEQUENCE_COLUMN
 from lakemerge.errors import InputError, SchemaError
 from lakemerge.spark.scoped import scoped_conf
-from lakemerge.table import logview, schema, store
+from lakemerge.table import logview, schema, stats
 from lakemerge.table.prune import KeyRanges
 
 if TYPE_CHECKING:
@@ -41,6 +41,8 @@ class Stored:
         within: the sides were read within the batch's key ranges.
         of_keys: a ``log`` batch whose keys can be broadcast: it classifies against the newest rows of
             its own keys (:func:`lakemerge.table.logview.newest_of_keys`), never the whole view.
+        snapshot: the JVM Delta snapshot ``rows`` were read at (a table without a change log), on
+            which a write without MERGE commits (:mod:`lakemerge.write.direct`).
     """
 
     rows: DataFrame | None = None
@@ -48,6 +50,7 @@ class Stored:
     sides: dict[str, DataFrame] = field(default_factory=dict)
     within: bool = False
     of_keys: bool = False
+    snapshot: Any = None
 
 
 def read_stored(
@@ -61,8 +64,9 @@ def read_stored(
     if not exists:
         return Stored(of_keys=of_keys), None
     if not table.log_mode:
-        pinned = store.read_pinned(spark, table.path)
-        return Stored(rows=pinned, columns=tuple(pinned.columns)), pinned.schema
+        within = (ranges.column, ranges.overlaps) if ranges is not None else None
+        frame, snapshot = stats.read_snapshot(spark, table.path, within=within)
+        return Stored(rows=frame, columns=tuple(frame.columns), snapshot=snapshot), frame.schema
     truncating = any(f.truncate_codes for f in table.feeds)
     sides = logview.read_sides(spark, table, listed=not truncating, ranges=ranges)
     found: StructType | None = None

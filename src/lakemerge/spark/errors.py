@@ -26,7 +26,9 @@ def translate(exc: BaseException, *, reading: bool) -> LakemergeError | None:
     if not module.startswith(("pyspark", "py4j", "delta")):
         return None
     text = str(exc)
-    found = next((name for name in _CONFLICTS if name in text), None)
+    # (PySpark converts some of Delta's exceptions to Python classes of the same name, whose text
+    # leaves the name out.)
+    found = next((name for name in _CONFLICTS if name == type(exc).__name__ or name in text), None)
     if found is not None:
         # (Delta's own text guesses at streaming queries sharing a checkpoint: not what happened here.)
         return ConflictError(f"a concurrent writer committed to the table first (Delta's {found})")

@@ -27,7 +27,7 @@ from lakemerge.table.store import DELTA_LOG, latest_snapshot, table_exists
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-_USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 
 
 _TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
@@ -51,7 +51,7 @@ def commit_record(
 ) -> Iterator[None]:
     """Attach ``record`` to the Delta commit made inside the block, as userMetadata, and (unless
     ``txn_version`` is None) make the commit idempotent under lakemerge's transaction identifier."""
-    settings = {_USER_METADATA: record_metadata(record)}
+    settings = {USER_METADATA: record_metadata(record)}
     if txn_version is not None:
         settings.update({_TXN_APP_ID: app_id, _TXN_VERSION: str(txn_version)})
     with scoped_conf(spark, settings):

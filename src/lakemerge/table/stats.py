@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lakemerge.spark.jvm import jclass, scala_seq
-from lakemerge.table.store import latest_snapshot, properties_of
+from lakemerge.table.store import latest_snapshot, properties_of, read_version
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -69,7 +69,7 @@ def _checksum_files(snapshot: Any) -> list[tuple[Any, int, str | None]] | None:
     """Each data file of ``snapshot`` (Delta's ``AddFile``), with its size and statistics (JSON),
     from the version's checksum; ``None`` when the checksum does not list the files (none written,
     or more files than Delta lists there)."""
-    files = _listed_files(snapshot)
+    files = listed_files(snapshot)
     if files is None:
         return None
     listed: list[tuple[Any, int, str | None]] = []
@@ -151,15 +151,34 @@ def read_listed(
 
     Reading a version through Delta reconstructs the version's state from its log first (a Spark
     job over the commits since the last checkpoint, and a cached frame of the result) when that
-    version was not read before: a table that gains a version with every batch (a ``log`` table's
-    change log) paid it on every batch, 0.1-0.25 s of a 1.3 s batch (bench/RESULTS.md). These
-    files are read by Delta's own reader, through the file index Delta's MERGE uses for the files
-    it touches. Like :func:`read_pinned`, a read of fixed files, which the batch's writes to
-    ``path`` leave alone."""
+    version was not read before: a table that gains a version with every batch paid it on every
+    batch, 0.1-0.25 s of a 1.3 s batch (bench/RESULTS.md). These files are read by Delta's own
+    reader, through the file index Delta's MERGE uses for the files it touches. Like
+    :func:`read_pinned`, a read of fixed files, which the batch's writes to ``path`` leave alone."""
+    return _read_files(spark, latest_snapshot(spark, path), within)
+
+
+def read_snapshot(
+    spark: SparkSession, path: str, *, within: tuple[str, Callable[[Any, Any], bool]] | None = None
+) -> tuple[DataFrame, Any]:
+    """The table as of its latest version now, and that version's snapshot (a JVM object, for a
+    write that commits on it): read as :func:`read_listed` reads it where the checksum lists the
+    version's files, else through Delta at that version (filter it by the ranges of ``within`` for
+    Delta's file skipping then)."""
+    snapshot = latest_snapshot(spark, path)
+    found = _read_files(spark, snapshot, within)
+    if found is None:
+        found = read_version(spark, path, int(snapshot.version()))
+    return found, snapshot
+
+
+def _read_files(
+    spark: SparkSession, snapshot: Any, within: tuple[str, Callable[[Any, Any], bool]] | None
+) -> DataFrame | None:
+    """``snapshot``'s files as its checksum lists them (see :func:`read_listed`), or ``None``."""
     from pyspark.sql import DataFrame
 
-    snapshot = latest_snapshot(spark, path)
-    files = _listed_files(snapshot) if snapshot.version() >= 0 else None
+    files = listed_files(snapshot) if snapshot.version() >= 0 else None
     if files is None:
         return None
     if within is not None:
@@ -185,7 +204,7 @@ def read_if_empty(spark: SparkSession, path: str) -> tuple[DataFrame | None, int
 
     snapshot = latest_snapshot(spark, path)
     version = int(snapshot.version())
-    files = _listed_files(snapshot) if version >= 0 else None
+    files = listed_files(snapshot) if version >= 0 else None
     if files is None or int(files.size()) != 0:
         return None, version
     none = jclass(spark, "scala.Option").empty()
@@ -213,7 +232,7 @@ def _files_within(
     return files if len(kept) == len(listed) else scala_seq(spark, kept)
 
 
-def _listed_files(snapshot: Any) -> Any | None:
+def listed_files(snapshot: Any) -> Any | None:
     """The data files (a Scala sequence of Delta's ``AddFile``) of ``snapshot``'s version as its
     checksum lists them; ``None`` when it lists none (no checksum, more files than Delta lists, a
     schema change in that commit) or a list that disagrees with its own file count (Delta drops

@@ -69,6 +69,10 @@ def _foreign_file(fs: Any, directory: Any) -> str | None:
     return None
 
 
+#: The table property that turns deletion vectors on.
+DELETION_VECTORS = "delta.enableDeletionVectors"
+
+
 def latest_snapshot(spark: SparkSession, path: str) -> Any:
     """The table's latest Delta snapshot (a JVM object), brought up to date."""
     delta_log = jclass(spark, DELTA_LOG).forTable(spark._jsparkSession, path)
@@ -94,6 +98,12 @@ def read_pinned(spark: SparkSession, path: str) -> DataFrame:
 def read_version(spark: SparkSession, path: str, version: int) -> DataFrame:
     """The table at ``path`` as of ``version`` (see :func:`read_pinned`)."""
     return spark.read.format("delta").option("versionAsOf", version).load(path)
+
+
+def marks_rows(snapshot: Any | None) -> bool:
+    """Whether the table of ``snapshot`` (a JVM Delta snapshot; ``None``: no table) has deletion
+    vectors turned on: its readers expose each row's index in its file (``_metadata.row_index``)."""
+    return snapshot is not None and properties_of(snapshot).get(DELETION_VECTORS, "false").lower() == "true"
 
 
 def properties_of(snapshot: Any) -> dict[str, str]:
@@ -152,7 +162,7 @@ def create_table(frame: DataFrame, table: TableConfig) -> None:
     :func:`commit_record`."""
     writer = frame.write.format("delta").mode("append").options(**mapping_options(frame.schema))
     if table.write_mode == "deletion_vectors":
-        writer = writer.option("delta.enableDeletionVectors", "true")
+        writer = writer.option(DELETION_VECTORS, "true")
     if table.partition_by:
         writer = writer.partitionBy(*table.partition_by)
     writer.save(table.path)

@@ -120,7 +120,7 @@ def append_with_record(
     session: Any = spark._jsparkSession
     log = jclass(spark, DELTA_LOG).forTable(session, path)
     txn = log.startTransaction()
-    if _txn_version(txn, app_id) >= txn_version:
+    if committed_version(txn, app_id) >= txn_version:
         return None
     option = jclass(spark, "scala.Option")
     none = option.empty()
@@ -139,7 +139,7 @@ def append_with_record(
     return int(committed.get())
 
 
-def _txn_version(txn: Any, app_id: str) -> int:
+def committed_version(txn: Any, app_id: str) -> int:
     """The version of ``app_id``'s idempotent transaction in the snapshot ``txn`` started from,
     recorded as read by ``txn``, so that a concurrent commit of the same identifier fails this
     one's commit. From the snapshot's checksum when it lists the table's transactions (no Spark

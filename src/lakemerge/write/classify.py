@@ -67,6 +67,7 @@ def classify(
     table_of_keys: bool = False,
     table_deletes: bool = False,
     table_tombstones: bool = False,
+    row_index: bool = False,
 ) -> DataFrame:
     """Add ``_lm_outcome`` to each collapsed change, comparing with ``table`` (``None``: no table yet).
 
@@ -95,6 +96,8 @@ def classify(
             absent.
         table_tombstones: with ``table_deletes``, such a row's sequence is also the key's tombstone
             (on top of ``tombstones``).
+        row_index: matched changes also get the stored row's index in its file (``_lm_t_row``), for
+            a write that marks it with a deletion vector.
     """
     from pyspark.sql import functions as F
 
@@ -121,6 +124,7 @@ def classify(
         F.struct(*[col(c) for c in sequence]).alias("_lm_t_seq"),
         (F.col(C.OP) == "U" if table_deletes else F.lit(True)).alias("_lm_t_found"),
         F.col("_metadata.file_path").alias(C.STORED_FILE),
+        *([F.col("_metadata.row_index").alias(C.STORED_ROW)] if row_index else []),
         F.to_json(F.struct(*[col(c) for c in partition_by])).alias(C.STORED_PARTITION)
         if partition_by
         else F.lit(None).cast("string").alias(C.STORED_PARTITION),

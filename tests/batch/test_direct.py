@@ -1,0 +1,254 @@
+"""Copy-on-write and deletion-vector batches written without Delta's MERGE (lakemerge.write.direct):
+the table the oracle says and a MERGE gives, batch after batch, partitioned or not, in a folder whose
+name needs escaping; the commit a MERGE in the history with its metrics; the batches it does not
+serve run the MERGE; a commit of the table's data since the batch's snapshot fails the commit, which
+plans again; a write that finds other stored rows than the batch counted commits nothing."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import deltalake
+import pyarrow as pa
+import pytest
+
+import lakemerge
+from lakemerge.batch import commit as commit_module
+from lakemerge.errors import AccountingError
+from lakemerge.table import direct as direct_table
+from tests.helpers import table_version, write_lines
+from tests.oracle import Oracle
+
+COLUMNS = ["k", "seq", "region", "v"]
+SCHEMA = "k INT, seq BIGINT, op STRING, region STRING, v STRING"
+
+
+def config(root: Path, name: str, mode: str, **table: Any) -> lakemerge.TableConfig:
+    return lakemerge.TableConfig(
+        name=name,
+        path=str(root / name),
+        key=("k",),
+        sequence=("seq",),
+        write_mode=mode,
+        feed=lakemerge.FeedConfig(
+            location=(str(root / "in"),), format="csv", header=True, schema=SCHEMA, op_column="op"
+        ),
+        **table,
+    )
+
+
+def rows_of(path: str) -> list[dict[str, Any]]:
+    """The table's rows, read by delta-rs's query engine (deletion vectors applied)."""
+    found = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(path)).execute("SELECT * FROM t")
+    rows = [{c: row[c] for c in COLUMNS} for batch in found for row in pa.record_batch(batch).to_pylist()]
+    return sorted(rows, key=lambda r: r["k"])
+
+
+def random_batches(seed: int, count: int) -> list[list[list[dict[str, Any]]]]:
+    """``count`` batches of one or two files: updates, inserts, deletes and late changes of 40 keys,
+    some moving their row to another region (another partition of a partitioned table)."""
+    draw = random.Random(seed)
+    batches = []
+    for n in range(count):
+        files = []
+        for _ in range(draw.randint(1, 2)):
+            rows = []
+            for _ in range(draw.randint(1, 12)):
+                op = draw.choice("UUUD")
+                region = draw.choice(["east", "west", "north"]) if op == "U" else None
+                value = draw.choice([None, f"v{n}", 'é, "quoted"']) if op == "U" else None
+                rows.append(
+                    {"k": draw.randint(0, 39), "seq": draw.randint(0, n + 3), "op": op, "region": region, "v": value}
+                )
+            files.append(rows)
+        batches.append(files)
+    return batches
+
+
+def land(folder: Path, files: list[list[dict[str, Any]]]) -> None:
+    def field(value: Any) -> str:
+        if value is None:
+            return ""
+        text = str(value)
+        return '"' + text.replace('"', '""') + '"' if any(ch in text for ch in ',"') else text
+
+    for f, rows in enumerate(files):
+        lines = [",".join(field(r[c]) for c in ["k", "seq", "op", "region", "v"]) for r in rows]
+        write_lines(folder / f"f_{f}.csv", ["k,seq,op,region,v", *lines])
+
+
+@pytest.fixture
+def counted_direct(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The paths of the tables each batch wrote without MERGE, in order."""
+    written: list[str] = []
+    original = commit_module.write_direct
+
+    def counting(spark: Any, table: lakemerge.TableConfig, *args: Any, **kwargs: Any) -> Any:
+        written.append(table.path)
+        return original(spark, table, *args, **kwargs)
+
+    monkeypatch.setattr(commit_module, "write_direct", counting)
+    yield written
+
+
+@pytest.mark.parametrize(
+    ("mode", "partitioned"), [("copy_on_write", True), ("deletion_vectors", False)], ids=["cow-partitioned", "dv"]
+)
+def test_batches_give_the_oracles_table_and_what_a_merge_gives(
+    spark: Any, tmp_path: Path, counted_direct: list[str], mode: str, partitioned: bool
+) -> None:
+    root = tmp_path / "a folder, named é"
+    extra: dict[str, Any] = {"partition_by": ("region",)} if partitioned else {}
+    direct, merged = config(root, "direct", mode, **extra), config(root, "merged", mode, **extra)
+    oracle = Oracle(key=("k",), seq="seq", op="op")
+    touching = 0  # the batches that update or delete stored rows: those written without MERGE
+    for n, files in enumerate(random_batches(7 if partitioned else 3, 4)):
+        folder = root / f"batch_{n}"
+        land(folder, files)
+        counts = oracle.apply(files)
+        touching += counts.updated + counts.deleted > 0
+        expected = sorted(({c: r.get(c) for c in COLUMNS} for r in oracle.rows()), key=lambda r: r["k"])
+        result = lakemerge.apply_table(direct, inputs=[str(folder)], spark=spark)
+        spark.conf.set(direct_table.ENABLED_CONF, "false")
+        try:
+            reference = lakemerge.apply_table(merged, inputs=[str(folder)], spark=spark)
+        finally:
+            spark.conf.unset(direct_table.ENABLED_CONF)
+        assert result.metrics == reference.metrics, f"batch {n}"
+        assert (result.metrics.updated, result.metrics.deleted, result.metrics.inserted) == (
+            counts.updated,
+            counts.deleted,
+            counts.inserted,
+        )
+        assert rows_of(direct.path) == expected == rows_of(merged.path), f"batch {n}"
+    assert counted_direct.count(direct.path) == touching >= 2 and merged.path not in counted_direct
+    [last] = lakemerge.history(direct.path, limit=1, spark=spark)
+    assert last.operation == "MERGE" and last.batch_id is not None
+    shown = last.operation_metrics
+    assert int(shown["numTargetRowsUpdated"]) == last.metrics["updated"]
+    assert int(shown["numTargetRowsDeleted"]) == last.metrics["deleted"]
+    assert int(shown["numTargetFilesAdded"]) >= 1
+
+
+def test_batches_it_does_not_serve_run_the_merge(spark: Any, tmp_path: Path, counted_direct: list[str]) -> None:
+    """A batch bringing a new column, a partial update, a table with a change data feed: each
+    needs what only the MERGE writes, and gets it."""
+    first = [[{"k": k, "seq": 1, "op": "U", "region": "east", "v": f"a{k}"} for k in range(6)]]
+    drifting = config(tmp_path, "drift", "copy_on_write")
+    land(tmp_path / "b0", first)
+    lakemerge.apply_table(drifting, inputs=[str(tmp_path / "b0")], spark=spark)
+    write_lines(tmp_path / "b1" / "f.csv", ["k,seq,op,region,v,extra", "1,2,U,west,b1,new"])
+    wider = drifting.model_copy(
+        update={"feed": drifting.feed.model_copy(update={"schema_ddl": None, "types": {"k": "int", "seq": "bigint"}})}
+    )
+    lakemerge.apply_table(wider, inputs=[str(tmp_path / "b1")], spark=spark)
+    assert {r["k"]: r.get("extra") for r in rows_of_all(drifting.path)}[1] == "new"
+
+    feeding = config(tmp_path, "cdf", "copy_on_write")
+    lakemerge.apply_table(feeding, inputs=[str(tmp_path / "b0")], spark=spark)
+    spark.sql(f"ALTER TABLE delta.`{feeding.path}` SET TBLPROPERTIES (delta.enableChangeDataFeed = true)")
+    land(tmp_path / "b2", [[{"k": 2, "seq": 2, "op": "U", "region": "west", "v": "b2"}]])
+    lakemerge.apply_table(feeding, inputs=[str(tmp_path / "b2")], spark=spark)
+    changes = (
+        spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", 2).load(feeding.path)
+    )
+    assert sorted(r["_change_type"] for r in changes.collect()) == ["update_postimage", "update_preimage"]
+    assert counted_direct == []
+
+
+def rows_of_all(path: str) -> list[dict[str, Any]]:
+    found = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(path)).execute("SELECT * FROM t")
+    return [row for batch in found for row in pa.record_batch(batch).to_pylist()]
+
+
+def before_commit(monkeypatch: pytest.MonkeyPatch, action: Callable[[], None]) -> list[int]:
+    """Run ``action`` once, just before the first commit without MERGE; the attempts counted."""
+    original = direct_table.Direct.commit
+    calls: list[int] = []
+
+    def commit(self: direct_table.Direct, **kwargs: Any) -> int:
+        calls.append(1)
+        if len(calls) == 1:
+            action()
+        return original(self, **kwargs)
+
+    monkeypatch.setattr(direct_table.Direct, "commit", commit)
+    return calls
+
+
+@pytest.mark.parametrize(("mode", "concurrent"), [("copy_on_write", "optimize"), ("deletion_vectors", "append")])
+def test_a_commit_of_the_tables_data_since_the_snapshot_fails_the_commit_which_plans_again(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, concurrent: str
+) -> None:
+    """Between the batch's classification and its commit, another writer compacts the files the
+    batch rewrites (or appends a row of a key the batch updates): Delta refuses the commit, the
+    batch plans again from the new snapshot and commits once, with the other writer's work kept."""
+    from delta.tables import DeltaTable
+
+    table = config(tmp_path, "t", mode)
+    first = [[{"k": k, "seq": 1, "op": "U", "region": "east", "v": f"a{k}"} for k in range(4)]]
+    land(tmp_path / "b0", first)
+    lakemerge.apply_table(table, inputs=[str(tmp_path / "b0")], spark=spark)
+    lakemerge.apply_table(table, inputs=[str(tmp_path / "b0")], spark=spark)  # (nothing: applied)
+    land(tmp_path / "b1", [[{"k": 4, "seq": 1, "op": "U", "region": "east", "v": "a4"}]])
+    lakemerge.apply_table(table, inputs=[str(tmp_path / "b1")], spark=spark)  # a second data file
+
+    def other_writer() -> None:
+        if concurrent == "optimize":
+            DeltaTable.forPath(spark, table.path).optimize().executeCompaction()
+        else:
+            row = spark.createDataFrame([(9, 1, "west", "other")], "k INT, seq BIGINT, region STRING, v STRING")
+            row.write.format("delta").mode("append").save(table.path)
+
+    attempts = before_commit(monkeypatch, other_writer)
+    land(
+        tmp_path / "b2",
+        [
+            [
+                {"k": 1, "seq": 2, "op": "U", "region": "east", "v": "b1"},
+                {"k": 4, "seq": 2, "op": "D", "region": None, "v": None},
+            ]
+        ],
+    )
+    result = lakemerge.apply_table(table, inputs=[str(tmp_path / "b2")], spark=spark)
+    assert len(attempts) == 2 and (result.metrics.updated, result.metrics.deleted) == (1, 1)
+    expected = {0: "a0", 1: "b1", 2: "a2", 3: "a3"} | ({9: "other"} if concurrent == "append" else {})
+    assert {r["k"]: r["v"] for r in rows_of(table.path)} == expected
+
+
+def test_a_write_that_finds_other_stored_rows_than_counted_commits_nothing(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = config(tmp_path, "t", "copy_on_write")
+    land(tmp_path / "b0", [[{"k": k, "seq": 1, "op": "U", "region": "east", "v": f"a{k}"} for k in range(4)]])
+    lakemerge.apply_table(table, inputs=[str(tmp_path / "b0")], spark=spark)
+    land(tmp_path / "b1", [[{"k": 4, "seq": 1, "op": "U", "region": "east", "v": "a4"}]])
+    lakemerge.apply_table(table, inputs=[str(tmp_path / "b1")], spark=spark)
+    version = table_version(table.path)
+    original = commit_module._direct
+
+    def forgetting(spark: Any, plan: Any) -> Any:  # one of the files the batch's stored rows are in, left out
+        known = original(spark, plan)
+        assert known is not None and len(known.touched) == 2
+        return type(known)(known.snapshot, known.touched[1:], known.inserted, known.updated, known.deleted)
+
+    monkeypatch.setattr(commit_module, "_direct", forgetting)
+    land(
+        tmp_path / "b2",
+        [
+            [
+                {"k": 0, "seq": 2, "op": "U", "region": "east", "v": "b0"},
+                {"k": 4, "seq": 2, "op": "U", "region": "east", "v": "b4"},
+            ]
+        ],
+    )
+    with pytest.raises(AccountingError, match=r"the write found .* where the batch counted"):
+        lakemerge.apply_table(table, inputs=[str(tmp_path / "b2")], spark=spark)
+    assert table_version(table.path) == version
+    monkeypatch.undo()
+    result = lakemerge.apply_table(table, inputs=[str(tmp_path / "b2")], spark=spark)
+    assert result.metrics.updated == 2
+    assert {r["k"]: r["v"] for r in rows_of(table.path)} == {0: "b0", 1: "a1", 2: "a2", 3: "a3", 4: "b4"}
