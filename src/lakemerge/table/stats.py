@@ -191,7 +191,7 @@ def lists_no_files(spark: SparkSession, path: str) -> bool:
     """Whether the checksum of the table's latest version lists no data file (a ``log`` table's
     table before its first compaction)."""
     snapshot = latest_snapshot(spark, path)
-    files = _listed_files(snapshot) if snapshot.version() >= 0 else None
+    files = listed_files(snapshot) if snapshot.version() >= 0 else None
     return files is not None and int(files.size()) == 0
 
 
