@@ -19,6 +19,7 @@ from lakemerge.batch import commit as commit_module
 from lakemerge.batch import plan as plan_module
 from lakemerge.spark import tuning
 from lakemerge.spark.scoped import scoped_conf as scoped
+from lakemerge.table import direct as direct_table
 from lakemerge.write import log as log_module
 from tests.helpers import read_table, write_lines
 
@@ -100,8 +101,6 @@ def test_scoped_settings_are_put_back_set_or_unset_even_when_the_block_fails(spa
 
 
 @pytest.mark.internals
-@pytest.mark.internals
-@pytest.mark.internals
 @pytest.mark.parametrize("size", ["broadcast", "keys broadcast"])
 def test_a_small_batch_is_classified_and_logged_with_its_own_settings_and_the_session_keeps_its_own(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: str
@@ -156,16 +155,19 @@ def test_a_large_batch_or_a_session_that_says_no_keeps_the_session_settings(
         spark.conf.set(tuning.SWITCH, "false")
     classify = _Spy(spark, classify_module.classify)
     merge = _Spy(spark, commit_module.write_changes)
+    direct = _Spy(spark, commit_module.write_direct)  # (the batch updates stored rows: written without MERGE)
     find = _Spy(spark, commit_module.ledger.find_commit)
     monkeypatch.setattr(classify_module, "classify", classify)
     monkeypatch.setattr(commit_module, "write_changes", merge)
+    monkeypatch.setattr(commit_module, "write_direct", direct)
     monkeypatch.setattr(commit_module.ledger, "find_commit", find)
     before = _settings(spark)
     try:
         result = _apply(spark, table, tmp_path / "2", ["1,2,U,x", "2,2,D,", "5,1,U,e"])
     finally:
         spark.conf.unset(tuning.SWITCH)
-    assert classify.seen == merge.seen == [before]
+    assert merge.seen == []
+    assert classify.seen == direct.seen == [before]
     # A large batch still runs its bookkeeping without adaptive execution; a session that said no, with its own.
     assert {seen[0] for seen in find.seen} == ({"false"} if why == "large" else {before[0]})
     assert (result.metrics.inserted, result.metrics.updated, result.metrics.deleted) == (1, 1, 1)
@@ -220,21 +222,33 @@ def test_a_batch_that_fails_while_tuned_leaves_the_session_settings_and_the_tabl
 
 
 @pytest.mark.internals
+@pytest.mark.parametrize("write", ["merge", "direct"])
 def test_a_small_batch_runs_whole_without_adaptive_execution_but_the_merge_and_compaction_keep_the_sessions(
-    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, write: str
 ) -> None:
     table = _table(tmp_path, write_mode="copy_on_write").model_copy(update={"compact_after_batches": 2})
     _apply(spark, table, tmp_path / "1", ["1,1,U,a", "2,1,U,b", "3,1,U,c"])
     before = _settings(spark)
     merge = _Spy(spark, commit_module.write_changes)
+    direct = _Spy(spark, commit_module.write_direct)
     find = _Spy(spark, commit_module.ledger.find_commit)
     compact = _Spy(spark, batch_module.compaction.compact)
     monkeypatch.setattr(commit_module, "write_changes", merge)
+    monkeypatch.setattr(commit_module, "write_direct", direct)
     monkeypatch.setattr(commit_module.ledger, "find_commit", find)
     monkeypatch.setattr(batch_module.compaction, "compact", compact)
-    result = _apply(spark, table, tmp_path / "2", ["1,2,U,x", "3,2,D,", "4,1,U,d"])
-    # The MERGE reads the whole table: the session's settings, not the batch's.
-    assert merge.seen == [before]
+    if write == "merge":
+        spark.conf.set(direct_table.ENABLED_CONF, "false")
+    try:
+        result = _apply(spark, table, tmp_path / "2", ["1,2,U,x", "3,2,D,", "4,1,U,d"])
+    finally:
+        spark.conf.unset(direct_table.ENABLED_CONF)
+    if write == "merge":
+        # The MERGE reads the whole table: the session's settings, not the batch's.
+        assert (merge.seen, direct.seen) == ([before], [])
+    else:
+        # Written without MERGE, the batch reads only the files it touches: the batch's settings.
+        assert merge.seen == [] and [seen[0] for seen in direct.seen] == ["false"]
     # What the batch runs around it (here: finding its commit) runs without adaptive execution.
     assert find.seen and all(seen[0] == "false" for seen in find.seen)
     assert compact.seen == [before]
@@ -268,17 +282,22 @@ def test_a_batch_that_reaches_the_whole_table_is_planned_with_the_session_settin
 
 
 @pytest.mark.internals
+@pytest.mark.parametrize("write", ["merge", "direct"])
 def test_the_merge_of_a_small_batch_rewrites_the_table_in_the_sessions_partitions_not_the_batchs(
-    spark: Any, tmp_path: Path
+    spark: Any, tmp_path: Path, write: str
 ) -> None:
     # A small batch is classified in two partitions here (local[2]). Its changes, hashed on the
     # key, must not decide the partitions of the MERGE's join: Spark would shuffle the table into
     # those two and write the rewritten table as two files (SF10: 35 s instead of 31 s a batch).
+    # Written without MERGE, each touched file is rewritten as one file, and the new rows as one.
     table = _table(tmp_path, write_mode="copy_on_write")
-    _apply(spark, table, tmp_path / "1", [f"{i},1,U,a" for i in range(400)])
-    with scoped(spark, {ADAPTIVE: "false", PARTITIONS: "5"}):
+    with scoped(spark, {PARTITIONS: "3"}):
+        _apply(spark, table, tmp_path / "1", [f"{i},1,U,a" for i in range(400)])
+    off = {direct_table.ENABLED_CONF: "false"} if write == "merge" else {}
+    with scoped(spark, {ADAPTIVE: "false", PARTITIONS: "5", **off}):
         result = _apply(spark, table, tmp_path / "2", [f"{i},2,U,b" for i in range(0, 400, 40)] + ["1000,1,U,c"])
         assert tuning.small_batch_settings(spark, 11)[PARTITIONS] == "2"
-    assert result.files_added == 5
+    assert result.files_added == (5 if write == "merge" else result.files_removed + 1)
+    assert write == "merge" or result.files_removed > 1
     rows = sorted((r["id"], r["a"]) for r in read_table(table.path))
     assert len(rows) == 401 and rows[0] == (0, "b") and rows[1] == (1, "a") and rows[-1] == (1000, "c")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakemerge import columns as C
 from lakemerge.batch import counts
-from lakemerge.errors import InputError
+from lakemerge.errors import ConflictError, InputError
 from lakemerge.feeds.files import first_changed
 from lakemerge.results import BatchMetrics, BatchResult
 from lakemerge.spark.errors import translated
@@ -152,7 +152,7 @@ def _direct(spark: SparkSession, plan: BatchPlan) -> Known | None:
         return None
     known = Known(plan.snapshot, plan.touched, m.inserted, m.updated, m.deleted, broadcast=plan.small)
     row_index = C.STORED_ROW in plan.classified.columns
-    return known if serves(spark, known, plan.data_columns, row_index=row_index) else None
+    return known if serves(spark, known, plan.classified.schema, plan.data_columns, row_index=row_index) else None
 
 
 def _write_direct(spark: SparkSession, plan: BatchPlan, record: dict[str, Any], known: Known) -> None:
@@ -174,6 +174,12 @@ def _write_direct(spark: SparkSession, plan: BatchPlan, record: dict[str, Any], 
                 record=ledger.record_metadata(record),
                 before_commit=pending.join if pending is not None else lambda: None,
             )
+    except ConflictError:
+        # The write started from the plan's snapshot: a writer that committed this batch number
+        # since then makes Delta refuse the commit, as a MERGE would have skipped its write.
+        if ledger.last_batch(spark, plan.table.path) >= plan.txn_version:
+            raise Superseded() from None
+        raise
     finally:
         if pending is not None:
             pending.wait()

@@ -62,11 +62,14 @@ class Known:
     broadcast: bool = False
 
 
-def serves(spark: SparkSession, known: Known, data_columns: Sequence[str], *, row_index: bool) -> bool:
+def serves(
+    spark: SparkSession, known: Known, changes: StructType, data_columns: Sequence[str], *, row_index: bool
+) -> bool:
     """Whether the batch can be written without MERGE: Delta's classes are there, its changes touch
-    stored files, need no schema change and no stored value (a deletion-vector batch: the changes
-    hold every column), and the table writes nothing a MERGE would add beside its rows.
-    ``row_index``: the changes carry their stored rows' row indexes (deletion vectors are written)."""
+    stored files, need no schema change (no new column, no wider type) and no stored value (a
+    deletion-vector batch: the changes hold every column), and the table writes nothing a MERGE
+    would add beside its rows. ``changes``: the classified changes' schema; ``row_index``: they
+    carry their stored rows' row indexes (deletion vectors are written)."""
     if not known.touched or not direct.supported(spark):
         return False
     snapshot = known.snapshot
@@ -77,8 +80,9 @@ def serves(spark: SparkSession, known: Known, data_columns: Sequence[str], *, ro
     if any(key in f.metadata for f in schema.fields for key in _FILLED):
         return False
     types = {f.name: f.dataType for f in schema.fields}
-    if any(c not in types for c in data_columns):
-        return False  # (new columns: the MERGE evolves the schema)
+    given = {f.name: f.dataType for f in changes.fields}
+    if any(c not in types or (c in given and given[c] != types[c]) for c in data_columns):
+        return False  # (new columns, or wider types: the MERGE evolves the schema)
     return not (marks_rows(snapshot) and row_index) or set(types) <= set(data_columns)
 
 
