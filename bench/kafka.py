@@ -62,6 +62,7 @@ def _free_port() -> int:
 def broker(folder: Path, *, partitions: int = 3) -> Iterator[str]:
     """A running broker (topics created on first use, with ``partitions`` partitions); its address."""
     port, controller = _free_port(), _free_port()
+    shutil.rmtree(folder / "logs", ignore_errors=True)  # a fresh broker: an earlier run's log is formatted already
     folder.mkdir(parents=True, exist_ok=True)
     settings = folder / "server.properties"
     settings.write_text(

@@ -301,3 +301,33 @@ def test_the_merge_of_a_small_batch_rewrites_the_table_in_the_sessions_partition
     assert write == "merge" or result.files_removed > 1
     rows = sorted((r["id"], r["a"]) for r in read_table(table.path))
     assert len(rows) == 401 and rows[0] == (0, "b") and rows[1] == (1, "a") and rows[-1] == (1000, "c")
+
+
+@pytest.mark.internals
+def test_a_dataframe_batch_is_planned_without_constraint_propagation_unless_the_session_says(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A DataFrame's records are typed and checked in projections of many aliased expressions, whose
+    constraints Spark's optimizer infers and compares pair by pair: most of a micro-batch's time.
+    A file batch, and a session that sets the setting itself, keep the session's."""
+    constraints = "spark.sql.constraintPropagation.enabled"
+    table = _table(tmp_path, write_mode="copy_on_write")
+    _apply(spark, table, tmp_path / "1", ["1,1,U,a"])
+    seen: list[str | None] = []
+    original = classify_module.classify
+
+    def spying(*args: Any, **kwargs: Any) -> Any:
+        seen.append(spark.conf.get(constraints, None))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(classify_module, "classify", spying)
+    rows = spark.createDataFrame([(1, 2, "U", "b"), (2, 1, "U", "c")], "id INT, seq BIGINT, op STRING, a STRING")
+    assert lakemerge.apply_changes(table, rows, source="job", batch_id=1, spark=spark).metrics.updated == 1
+    _apply(spark, table, tmp_path / "2", ["1,3,U,x"])
+    spark.conf.set(constraints, "true")
+    try:
+        lakemerge.apply_changes(table, rows, source="job", batch_id=2, spark=spark)
+    finally:
+        spark.conf.unset(constraints)
+    assert seen == ["false", None, "true"]
+    assert spark.conf.get(constraints, None) is None

@@ -90,7 +90,10 @@ def _apply(table: TableConfig, *, spark: SparkSession, given: _Given) -> BatchRe
         planned: list[int] = []
         try:
             own = tuning.session_settings(spark)
-            with scoped_conf(spark, tuning.batch_settings(spark)):
+            settings = tuning.batch_settings(spark)
+            if given.frame is not None:
+                settings.update(tuning.frame_settings(spark))
+            with scoped_conf(spark, settings):
                 result = _attempt(table, spark=spark, given=given, own=own, planned=planned)
         except Exception as exc:
             conflict = exc if isinstance(exc, Superseded) else translate(exc, reading=False)

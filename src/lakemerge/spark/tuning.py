@@ -36,6 +36,7 @@ SWITCH = "spark.lakemerge.smallBatchTuning"
 
 _ADAPTIVE = "spark.sql.adaptive.enabled"
 _PARTITIONS = "spark.sql.shuffle.partitions"
+_CONSTRAINTS = "spark.sql.constraintPropagation.enabled"
 
 
 def shuffle_partitions(rows: int, cores: int) -> int:
@@ -52,6 +53,15 @@ def enabled(spark: SparkSession) -> bool:
 def batch_settings(spark: SparkSession) -> dict[str, str | None]:
     """What a batch starts with, before its size is known (none when tuning is off)."""
     return {_ADAPTIVE: "false"} if enabled(spark) else {}
+
+
+def frame_settings(spark: SparkSession) -> dict[str, str | None]:
+    """What a DataFrame's batch (a stream's micro-batch) is planned with besides: no constraint
+    propagation, unless the session sets it. Its records are parsed, checked and typed in
+    projections of many aliased expressions, whose constraints Spark's optimizer infers and compares
+    pair by pair: most of a micro-batch's time went to planning (bench/RESULTS.md, "Streaming from
+    Kafka"). File batches gained nothing measurable from it."""
+    return {} if spark.conf.get(_CONSTRAINTS, None) is not None else {_CONSTRAINTS: "false"}
 
 
 def session_settings(spark: SparkSession) -> dict[str, str | None]:
