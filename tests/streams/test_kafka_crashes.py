@@ -86,3 +86,43 @@ def test_a_stream_killed_at_random_moments_loses_nothing_and_applies_nothing_twi
     batches = [c.source_batch for c in commits]
     assert len(batches) == len(set(batches)), "no micro-batch committed twice"
     assert sum(c.metrics["rows_read"] for c in commits) == len(sent), "every message read once"
+
+
+def test_sigterm_lets_the_micro_batch_in_progress_commit_then_exits_0(spark: Any, tmp_path: Path, kafka: str) -> None:
+    """The stream stops after the micro-batch in progress: what it reports committed is what the table
+    holds, nothing half applied, and a run that catches up applies the rest, each message once."""
+    topic = "shop.stopped"
+    pipeline = tmp_path / "p.toml"
+    pipeline.write_text(
+        '[tables.orders]\npath = "lake/orders"\nkey = "id"\nsequence = "seq"\n'
+        f'[tables.orders.stream]\nbootstrap_servers = "{kafka}"\ntopics = ["{topic}"]\nformat = "json"\n'
+        'schema = "id INT, seq BIGINT, op STRING, v STRING"\nop_column = "op"\nupsert_codes = ["I", "U"]\n'
+        'checkpoint = "checkpoint"\ntrigger = "300 ms"\nmax_records_per_batch = 40\n'
+    )
+    sent = _messages(random.Random(3), [0], 400)
+    produce(spark, kafka, topic, sent)
+    process = subprocess.Popen(
+        _command(pipeline, "--json"), env=_env(tmp_path), cwd=tmp_path, stdout=subprocess.PIPE, text=True
+    )
+    log = tmp_path / "lake" / "orders" / "_delta_log"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and process.poll() is None and len(list(log.glob("*.json"))) < 2:
+        time.sleep(0.2)
+    process.send_signal(signal.SIGTERM)
+    out, _ = process.communicate(timeout=240)
+    assert process.returncode == 0
+    reported = {b["source_batch"] for b in json.loads(out)["batches"] if b["version"] is not None}
+    table = str(tmp_path / "lake" / "orders")
+    committed = {c.source_batch for c in lakemerge.history(table, spark=spark) if c.source}
+    assert reported and reported == committed
+    assert len(committed) * 40 < len(sent), "stopped before the topic's end"
+
+    done = subprocess.run(_command(pipeline, "--available-now", "--json"), env=_env(tmp_path), cwd=tmp_path)
+    assert done.returncode == 0
+    oracle = Oracle(key=("id",), seq="seq", op="op")
+    oracle.apply([[json.loads(value) for _, _, value in sent]])
+    expected = [{c: r[c] for c in ("id", "seq", "v")} for r in oracle.rows()]
+    assert read_table(tmp_path / "lake" / "orders", ["id", "seq", "v"]) == expected
+    commits = [c for c in lakemerge.history(table, spark=spark) if c.source]
+    assert len({c.source_batch for c in commits}) == len(commits)
+    assert sum(c.metrics["rows_read"] for c in commits) == len(sent)
