@@ -19,7 +19,7 @@ from typing import Any
 #: The broker's version (its jars resolve from Maven Central with their dependencies).
 KAFKA_VERSION = "4.1.1"
 
-_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
+_POM = """<project>
   <modelVersion>4.0.0</modelVersion>
   <groupId>lakemerge-tests</groupId><artifactId>kafka-broker</artifactId><version>1</version>
   <dependencies>
