@@ -315,3 +315,20 @@ def avro_row(table: Table, op: str, before: dict[str, Any] | None, after: dict[s
 
 def new_uuid(n: int) -> uuid.UUID:
     return uuid.UUID(int=n * 7919 + 12345)
+
+
+#: The columns of the test's PostgreSQL ``accounts`` table, by their database types.
+ACCOUNTS = {
+    "id": "int",
+    "name": "text",
+    "balance": "numeric(10,2)",
+    "amount": "numeric",
+    "opened": "date",
+    "updated_at": "timestamp(6)",
+    "created": "timestamptz",
+    "alarm": "time(6)",
+    "active": "boolean",
+    "doc": "jsonb",
+    "ref": "uuid",
+    "blob": "bytea",
+}

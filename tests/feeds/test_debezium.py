@@ -14,6 +14,7 @@ import pytest
 import lakemerge
 from lakemerge.errors import ConfigError, InputError
 from tests.feeds.debezium_events import (
+    ACCOUNTS,
     Modes,
     Table,
     b64,
@@ -28,21 +29,6 @@ from tests.oracle import Oracle
 
 D = decimal.Decimal
 UTC = dt.UTC
-
-ACCOUNTS = {
-    "id": "int",
-    "name": "text",
-    "balance": "numeric(10,2)",
-    "amount": "numeric",
-    "opened": "date",
-    "updated_at": "timestamp(6)",
-    "created": "timestamptz",
-    "alarm": "time(6)",
-    "active": "boolean",
-    "doc": "jsonb",
-    "ref": "uuid",
-    "blob": "bytea",
-}
 
 
 def account(n: int, version: int = 0) -> dict[str, Any]:

@@ -15,21 +15,12 @@ import pytest
 import lakemerge
 from lakemerge.errors import InputError
 from tests.feeds import avro_files
-from tests.feeds.debezium_events import Modes, Table, avro_row, avro_schema
+from tests.feeds.debezium_events import ACCOUNTS, Modes, Table, avro_row, avro_schema
 from tests.helpers import read_table
 
 D = decimal.Decimal
 UTC = dt.UTC
-COLUMNS = {
-    "id": "int",
-    "name": "text",
-    "balance": "numeric(10,2)",
-    "amount": "numeric",
-    "opened": "date",
-    "updated_at": "timestamp(6)",
-    "created": "timestamptz",
-    "blob": "bytea",
-}
+COLUMNS = {c: ACCOUNTS[c] for c in ("id", "name", "balance", "amount", "opened", "updated_at", "created", "blob")}
 
 
 def row(n: int, version: int = 0) -> dict[str, Any]:

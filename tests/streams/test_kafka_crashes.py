@@ -36,6 +36,18 @@ def _env(root: Path) -> dict[str, str]:
     return env
 
 
+def _pipeline(root: Path, kafka: str, topic: str) -> Path:
+    """A pipeline streaming ``topic``'s JSON changes into one table, 40 messages a micro-batch."""
+    pipeline = root / "p.toml"
+    pipeline.write_text(
+        '[tables.orders]\npath = "lake/orders"\nkey = "id"\nsequence = "seq"\n'
+        f'[tables.orders.stream]\nbootstrap_servers = "{kafka}"\ntopics = ["{topic}"]\nformat = "json"\n'
+        'schema = "id INT, seq BIGINT, op STRING, v STRING"\nop_column = "op"\nupsert_codes = ["I", "U"]\n'
+        'checkpoint = "checkpoint"\ntrigger = "300 ms"\nmax_records_per_batch = 40\n'
+    )
+    return pipeline
+
+
 def _messages(rng: random.Random, sequence: list[int], count: int) -> list[tuple[int, str, str]]:
     """``count`` changes of random keys, each key's in its own partition, with rising sequences."""
     found = []
@@ -53,13 +65,7 @@ def test_a_stream_killed_at_random_moments_loses_nothing_and_applies_nothing_twi
 ) -> None:
     rng = random.Random(int(os.environ.get("LAKEMERGE_FAULT_SEED", "7")))
     topic = "shop.crashes"
-    pipeline = tmp_path / "p.toml"
-    pipeline.write_text(
-        '[tables.orders]\npath = "lake/orders"\nkey = "id"\nsequence = "seq"\n'
-        f'[tables.orders.stream]\nbootstrap_servers = "{kafka}"\ntopics = ["{topic}"]\nformat = "json"\n'
-        'schema = "id INT, seq BIGINT, op STRING, v STRING"\nop_column = "op"\nupsert_codes = ["I", "U"]\n'
-        'checkpoint = "checkpoint"\ntrigger = "300 ms"\nmax_records_per_batch = 40\n'
-    )
+    pipeline = _pipeline(tmp_path, kafka, topic)
     sent: list[tuple[int, str, str]] = []
     sequence = [0]
     for _ in range(int(os.environ.get("LAKEMERGE_KAFKA_KILLS", "4"))):
@@ -92,13 +98,7 @@ def test_sigterm_lets_the_micro_batch_in_progress_commit_then_exits_0(spark: Any
     """The stream stops after the micro-batch in progress: what it reports committed is what the table
     holds, nothing half applied, and a run that catches up applies the rest, each message once."""
     topic = "shop.stopped"
-    pipeline = tmp_path / "p.toml"
-    pipeline.write_text(
-        '[tables.orders]\npath = "lake/orders"\nkey = "id"\nsequence = "seq"\n'
-        f'[tables.orders.stream]\nbootstrap_servers = "{kafka}"\ntopics = ["{topic}"]\nformat = "json"\n'
-        'schema = "id INT, seq BIGINT, op STRING, v STRING"\nop_column = "op"\nupsert_codes = ["I", "U"]\n'
-        'checkpoint = "checkpoint"\ntrigger = "300 ms"\nmax_records_per_batch = 40\n'
-    )
+    pipeline = _pipeline(tmp_path, kafka, topic)
     sent = _messages(random.Random(3), [0], 400)
     produce(spark, kafka, topic, sent)
     process = subprocess.Popen(
