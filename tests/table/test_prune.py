@@ -542,3 +542,23 @@ def test_a_batch_counts_its_rows_and_finds_its_key_ranges_in_one_spark_job(spark
         assert statistics[0][2] == len(clustered), ran  # the feed's rows, read once
     finally:
         plan.release()
+
+
+@pytest.mark.internals
+def test_finding_key_ranges_leaves_the_batch_s_cached_changes_in_the_cache(spark: Any, tmp_path: Path) -> None:
+    """The key ranges are found over the batch's cached changes; once found, those changes must still
+    be Spark's cached data (a temporary view over them, once dropped, took the cache with it, and
+    each later job parsed the records again)."""
+    table = _table(tmp_path)
+    _clustered(spark, table, keys=400, files=8)
+    write_lines(tmp_path / "b1" / "batch.csv", ["id,seq,op,v", "101,2,U,c", "140,2,D,", "300,2,U,c"])
+    cache = spark._jsparkSession.sharedState().cacheManager()
+    with scoped_conf(spark, tuning.batch_settings(spark)):
+        plan = plan_module.plan_batch(table, spark=spark, inputs=[str(tmp_path / "b1")])
+    assert isinstance(plan, plan_module.BatchPlan)
+    try:
+        assert plan.ranges is not None  # the ranges were looked for
+        assert plan.cached.frames
+        assert all(cache.lookupCachedData(frame._jdf).isDefined() for frame in plan.cached.frames)
+    finally:
+        plan.release()

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import datetime
 import math
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -178,51 +177,55 @@ def range_query(
     counts over the slices) are computed with them, and collected in the row tagged
     :data:`BOUNDS`.
 
-    The query is SQL text over a temporary view: built of PySpark's functions, its columns cost
-    about 150 calls into the JVM, 10 ms of a batch. Its own columns are prefixed ``_lm_``, which no
-    feed column may use."""
+    The query's expressions are SQL text over ``changes`` itself (built of PySpark's functions, its
+    columns cost about 150 calls into the JVM, 10 ms of a batch), never over a temporary view:
+    dropping a view drops the cache of the frame it names, and a batch's changes are cached. Its own
+    columns are prefixed ``_lm_``, which no feed column may use."""
     if len(key) != 1 or limit < 1:
         return None
+    from pyspark.sql import functions as F
+
     name = key[0]
     column = quoted(name)
     valid = f"{column} IS NOT NULL AND ({where})" if where else f"{column} IS NOT NULL"
     position = _sql_position(changes.schema[name].dataType, column)
-    spark = changes.sparkSession
-    view = f"_lm_keys_{uuid.uuid4().hex}"
-    changes.createOrReplaceTempView(view)
-    try:
-        if position is not None and limit > 1 and _scale(span) is None:
-            found = spark.sql(f"SELECT min({column}), max({column}) FROM {view} WHERE {valid}").first()
-            span = (found[0], found[1]) if found is not None else None
-        scale = _scale(span) if position is not None and limit > 1 else None
-        named = dict(counts or {})
-        counted = "".join(f"{c} AS {n}, " for n, c in named.items())
-        if position is None or scale is None:
-            # One slice: one aggregate over the batch, no grouping (Spark cannot hash-group the
-            # smallest and largest of strings: it would sort each task's rows).
-            one = "named_struct('slice', CAST(0 AS BIGINT), 'lo', min(_lm_k), 'hi', max(_lm_k))"
-            sql = (
-                f"SELECT '{BOUNDS}' AS {PART}, {counted}CASE WHEN count(_lm_k) > 0 THEN array({one}) END "
-                f"AS _lm_kr_slices FROM (SELECT *, CASE WHEN {valid} THEN {column} END AS _lm_k FROM {view})"
-            )
-        else:
-            # (The scale changes with the table's span: literals would be new code every batch.)
-            offset, factor = (literals.opaque(v, column, "double") for v in scale)
-            slice_of = f"least(greatest(floor(({position} - {offset}) * {factor}), -1), {SLICES})"
-            summed = "".join(f"CAST(coalesce(sum({n}), 0) AS BIGINT) AS {n}, " for n in named)
-            slices = (
-                "collect_list(CASE WHEN _lm_slice IS NOT NULL THEN "
-                "named_struct('slice', _lm_slice, 'lo', _lm_lo, 'hi', _lm_hi) END)"
-            )
-            sql = (
-                f"SELECT '{BOUNDS}' AS {PART}, {summed}{slices} AS _lm_kr_slices FROM ("
-                f"SELECT _lm_slice, {counted}min(_lm_k) AS _lm_lo, max(_lm_k) AS _lm_hi FROM ("
-                f"SELECT *, CASE WHEN {valid} THEN {slice_of} END AS _lm_slice, "
-                f"CASE WHEN {valid} THEN {column} END AS _lm_k FROM {view}) GROUP BY _lm_slice)"
-            )
-        row = spark.sql(sql)  # (resolved now: the view can go)
-    finally:
-        spark.catalog.dropTempView(view)
+    if position is not None and limit > 1 and _scale(span) is None:
+        found = changes.where(valid).agg(F.expr(f"min({column})"), F.expr(f"max({column})")).first()
+        span = (found[0], found[1]) if found is not None else None
+    scale = _scale(span) if position is not None and limit > 1 else None
+    named = dict(counts or {})
+    tag = F.lit(BOUNDS).alias(PART)
+    if position is None or scale is None:
+        # One slice: one aggregate over the batch, no grouping (Spark cannot hash-group the
+        # smallest and largest of strings: it would sort each task's rows).
+        one = "named_struct('slice', CAST(0 AS BIGINT), 'lo', min(_lm_k), 'hi', max(_lm_k))"
+        keys = changes.selectExpr("*", f"CASE WHEN {valid} THEN {column} END AS _lm_k")
+        row = keys.agg(
+            tag,
+            *[F.expr(c).alias(n) for n, c in named.items()],
+            F.expr(f"CASE WHEN count(_lm_k) > 0 THEN array({one}) END").alias("_lm_kr_slices"),
+        )
+    else:
+        # (The scale changes with the table's span: literals would be new code every batch.)
+        offset, factor = (literals.opaque(v, column, "double") for v in scale)
+        slice_of = f"least(greatest(floor(({position} - {offset}) * {factor}), -1), {SLICES})"
+        keys = changes.selectExpr(
+            "*", f"CASE WHEN {valid} THEN {slice_of} END AS _lm_slice", f"CASE WHEN {valid} THEN {column} END AS _lm_k"
+        )
+        per_slice = keys.groupBy("_lm_slice").agg(
+            *[F.expr(c).alias(n) for n, c in named.items()],
+            F.expr("min(_lm_k)").alias("_lm_lo"),
+            F.expr("max(_lm_k)").alias("_lm_hi"),
+        )
+        slices = (
+            "collect_list(CASE WHEN _lm_slice IS NOT NULL THEN "
+            "named_struct('slice', _lm_slice, 'lo', _lm_lo, 'hi', _lm_hi) END)"
+        )
+        row = per_slice.agg(
+            tag,
+            *[F.expr(f"CAST(coalesce(sum({n}), 0) AS BIGINT)").alias(n) for n in named],
+            F.expr(slices).alias("_lm_kr_slices"),
+        )
     return RangeQuery(parts=(row,), column=name, limit=limit, min_share=min_share)
 
 
