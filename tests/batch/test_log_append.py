@@ -174,6 +174,38 @@ def test_counts_that_do_not_add_up_commit_nothing(
     assert {r["k"] for r in view(spark, table)} == {1, 3, 4, 5}
 
 
+def test_a_dataframe_s_log_batch_is_read_once_and_counted_while_it_is_appended(
+    spark: Any, tmp_path: Path, calls: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A DataFrame may not give the same rows twice (a stream's records are also parsed from text):
+    its batch caches the records as it reads them, then counts its changes in the job that appends
+    them, like a batch of files; the same metrics and log as the DataFrame writer's path."""
+    from pyspark import StorageLevel
+
+    planned: list[Any] = []
+    real = lakemerge.batch.attempts.plan_batch
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        plan = real(*args, **kwargs)
+        planned.append((plan.counted, [frame.storageLevel for frame in plan.cached.frames]))
+        return plan
+
+    monkeypatch.setattr(lakemerge.batch.attempts, "plan_batch", spy)
+    one, two = config(tmp_path, "one_job"), config(tmp_path, "two_jobs")
+    rows = [(1, 1, "U", "a1", "b1"), (2, 1, "U", "a2", "b2"), (1, 2, "U", "x1", None), (3, 2, "D", None, None)]
+    for number, batch in enumerate((rows[:2], rows[2:]), start=1):
+        frame = spark.createDataFrame(batch, SCHEMA)
+        single = lakemerge.apply_changes(one, frame, source="job", batch_id=number, spark=spark)
+        with scoped_conf(spark, {transaction.ENABLED_CONF: "false"}):
+            double = lakemerge.apply_changes(two, frame, source="job", batch_id=number, spark=spark)
+        assert single.metrics == double.metrics
+    assert calls == [one.log_table] * 2
+    assert [counted for counted, _ in planned] == [False, True] * 2
+    assert all(levels == [StorageLevel.MEMORY_AND_DISK] for counted, levels in planned if not counted), planned
+    assert view(spark, one) == view(spark, two)
+    assert [(r["k"], r["a"], r["b"]) for r in view(spark, one)] == [(1, "x1", "b1"), (2, "a2", "b2")]
+
+
 @pytest.mark.internals
 def test_a_log_batch_reads_its_changes_without_caching_them(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

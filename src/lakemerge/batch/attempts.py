@@ -158,10 +158,9 @@ def _attempt(
 ) -> BatchResult:
     """One attempt at the batch; the batch number it planned is appended to ``planned``."""
     # A log batch counts its changes in the job that appends them (one job fewer), unless it is a
-    # dry run, which counts them without appending, or a DataFrame's, which is cached as it is read
-    # (the caller's DataFrame may not give the same rows twice).
+    # dry run, which counts them without appending.
     dry_run = given.dry_run
-    counted = dry_run or given.frame is not None or not (table.log_mode and transaction.supported(spark))
+    counted = dry_run or not (table.log_mode and transaction.supported(spark))
     plan = plan_batch(table, spark=spark, inputs=given.inputs, frame=given.frame, own_settings=own, counted=counted)
     if isinstance(plan, NothingPending):
         return _nothing(table, plan, given)

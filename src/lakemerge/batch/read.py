@@ -86,10 +86,11 @@ def read_batch(
     """Read, validate and count the selected files' change records (batch ``number``).
 
     A counted batch reads its records again and again (counts, classification, the commit's
-    passes): they are cached. An uncounted ``log`` batch reads them three times, each for a few
-    columns: caching them cost more than those reads (bench/RESULTS.md, "Log mode"). Its commit
-    checks that no file changed since it was listed, so one rewritten between the reads commits
-    nothing.
+    passes): they are cached. So are a DataFrame's, always: the caller's DataFrame may not give the
+    same rows twice, and a stream's records are parsed from text. An uncounted ``log`` batch of files
+    reads them three times, each for a few columns: caching them cost more than those reads
+    (bench/RESULTS.md, "Log mode"). Its commit checks that no file changed since it was listed, so
+    one rewritten between the reads commits nothing.
 
     Raises:
         InputError: a file cannot be read, or there are more bad rows than the threshold allows.
@@ -139,7 +140,7 @@ def _read_batch(
             changes = frame_changes(spark, table, selection.frame, batch_number=number)
         else:
             changes = read_changes(spark, table, selection.chosen, batch_number=number)
-    if counted:
+    if counted or selection.frame is not None:
         changes = replace(changes, frame=cached.persist(changes.frame))
     whole = not selection.exists or table.scd2 or bool(selection.snapshots) or batch_ranges.small_table(spark, table)
     early = not whole and not any(f.truncate_codes for f in table.feeds)
