@@ -5,8 +5,9 @@
 
 - **Throughput**: ``--batches`` change batches of ``--percent`` % of the table's rows (70 % updates,
   20 % inserts, 10 % deletes, some keys twice: ``bench.data``) are produced to one topic as JSON
-  messages first; each peer then reads the topic from its start, one change batch per micro-batch
-  (``maxOffsetsPerTrigger``), until it has applied everything (trigger available-now). Changes per
+  messages first; each peer then reads the topic from its start, one change batch's worth of messages
+  per micro-batch (``maxOffsetsPerTrigger``: the messages ÷ ``--batches``, so that no micro-batch is a
+  remainder of a few messages), until it has applied everything (trigger available-now). Changes per
   second = messages ÷ the query's wall time, and steady (the first micro-batch, which warms the JVM
   up, left out: the other micro-batches' messages ÷ their time).
 - **Latency**: each peer streams with a 1-second trigger while a producer sends ``--rate`` messages
@@ -61,8 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     with broker(Path(args.data) / "kafka", partitions=2) as bootstrap:
         topic = f"orders-{int(time.time())}"
         messages = _produce_batches(bootstrap, topic, [b.path for b in batches])
+        per_trigger = -(-messages // len(batches))  # equal micro-batches, no remainder of a few messages
         for peer in args.peers:
-            found = _run_peer(args, peer, bootstrap=bootstrap, topic=topic, source=source, per_trigger=batches[0].rows)
+            found = _run_peer(args, peer, bootstrap=bootstrap, topic=topic, source=source, per_trigger=per_trigger)
             found["messages"] = messages
             report["peers"][peer] = {"throughput": found}
         for peer in args.peers:
