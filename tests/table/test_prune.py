@@ -305,18 +305,27 @@ def test_a_listed_read_within_key_ranges_leaves_out_only_the_files_they_miss(spa
 
 
 @pytest.mark.parametrize(
-    ("mode", "keys_broadcast"),
-    [("copy_on_write", True), ("log", True), ("log", False), (THROUGH_DELTA, True), (THROUGH_DELTA, False)],
+    ("mode", "keys_broadcast", "shuffled"),
+    [
+        ("copy_on_write", True, True),
+        ("copy_on_write", True, False),
+        ("log", True, True),
+        ("log", False, True),
+        (THROUGH_DELTA, True, True),
+        (THROUGH_DELTA, False, True),
+    ],
 )
 def test_pruned_batches_equal_the_oracle(
-    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, keys_broadcast: bool
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, keys_broadcast: bool, shuffled: bool
 ) -> None:
-    """Pruned batches give the oracle's table. The classification join is the shuffled one here
-    (the bound lowered to 0); the broadcast one, used for small batches, is in every other test. A
-    ``log`` batch reads only the files that can hold its keys, from the checksum's list, or through
-    Delta's file skipping where the checksum lists none (a table of many files); it reads only its
-    keys' rows of the merged view when its keys are broadcast, else the whole view within its ranges."""
-    monkeypatch.setattr(plan_module, "BROADCAST_ROWS", 0)
+    """Pruned batches give the oracle's table. The classification join is the shuffled one where
+    ``shuffled`` (the bound lowered to 0), else the broadcast one of small batches, whose stored rows
+    and tombstones are both cut to the batch's keys within its ranges. A ``log`` batch reads only the
+    files that can hold its keys, from the checksum's list, or through Delta's file skipping where the
+    checksum lists none (a table of many files); it reads only its keys' rows of the merged view when
+    its keys are broadcast, else the whole view within its ranges."""
+    if shuffled:
+        monkeypatch.setattr(plan_module, "BROADCAST_ROWS", 0)
     if not keys_broadcast:
         monkeypatch.setattr(plan_module, "key_broadcast_rows", lambda schema, key: 0)
     rng = random.Random(1)
@@ -347,6 +356,64 @@ def test_pruned_batches_equal_the_oracle(
             else read_table(table.path, list(COLUMNS))
         )
         assert got == sorted(state_rows(state, COLUMNS), key=lambda r: [(v is None, str(v)) for v in r.values()])
+
+
+def _tombstoned(
+    spark: Any, tmp_path: Path, mode: str
+) -> tuple[lakemerge.TableConfig, dict[tuple[Any, ...], Any], dict[tuple[Any, ...], Any]]:
+    """A clustered table (400 keys, 8 files) whose first batch deleted keys 12 and 390 and the
+    absent key 500 at sequence 5; the oracle's state and tombstones after it."""
+    table = _table(tmp_path, mode)
+    state = _clustered(spark, table, keys=400, files=8)
+    deletes = [{"id": k, "seq": 5, "op": "D", "v": None} for k in (12, 390, 500)]
+    _apply(spark, table, tmp_path / "b1", deletes)
+    tombstones: dict[tuple[Any, ...], Any] = {}
+    state, _ = apply_batch(state, [("batch.csv", deletes)], key=("id",), tombstones=tombstones)
+    return table, state, tombstones
+
+
+@pytest.mark.parametrize("mode", ["copy_on_write", "deletion_vectors"])
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_tombstones_within_a_batch_s_key_ranges_are_honoured(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, shuffled: bool
+) -> None:
+    """A batch reads the tombstones within its key ranges only, as it reads the stored rows: changes
+    older than a delete of their key stay late, whether the key was stored (12) or absent (500) when
+    it was deleted, and a key deleted outside the batch's ranges (390) is not in its way."""
+    if shuffled:
+        monkeypatch.setattr(plan_module, "BROADCAST_ROWS", 0)
+    table, state, tombstones = _tombstoned(spark, tmp_path, mode)
+    second = [
+        {"id": 12, "seq": 3, "op": "U", "v": "late"},
+        {"id": 500, "seq": 4, "op": "U", "v": "late"},
+        {"id": 13, "seq": 6, "op": "U", "v": "updated"},
+        {"id": 501, "seq": 6, "op": "U", "v": "new"},
+    ]
+    result = _apply(spark, table, tmp_path / "b2", second)
+    state, _ = apply_batch(state, [("batch.csv", second)], key=("id",), tombstones=tombstones)
+    assert (result.metrics.late, result.metrics.updated, result.metrics.inserted) == (2, 1, 1)
+    assert read_table(table.path, list(COLUMNS)) == state_rows(state, COLUMNS)
+
+
+@pytest.mark.internals
+def test_a_small_batch_broadcasts_its_keys_once_for_stored_rows_and_tombstones(spark: Any, tmp_path: Path) -> None:
+    """The stored rows and the tombstones are both cut to the batch's keys within its ranges, so the
+    two semi-joins share one broadcast of those keys (a reused exchange), and the newest tombstone
+    of each key is found without a shuffle (the few tombstones of the batch's keys in one partition)."""
+    table, _, _ = _tombstoned(spark, tmp_path, "copy_on_write")
+    plans: list[str] = []
+    real = plan_module.outcome_counts
+
+    def spy(classified: Any, source: Any, **options: Any) -> Any:
+        plans.append(str(classified._jdf.queryExecution().executedPlan().toString()))
+        return real(classified, source, **options)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(plan_module, "outcome_counts", spy)
+        _apply(spark, table, tmp_path / "b2", [{"id": 12, "seq": 3, "op": "U", "v": "late"}])
+    (plan,) = plans
+    assert "ReusedExchange" in plan, plan
+    assert plan.count("Exchange hashpartitioning") == 1, plan  # (the collapse's, by key)
 
 
 def test_the_share_of_bytes_outside_the_ranges_counts_only_files_known_to_lie_outside() -> None:

@@ -94,7 +94,7 @@ def classify_batch(
         sequence=table.sequence_columns,
         partition_by=table.partition_by,
         truncate_before=truncate.before,
-        tombstones=tombstones.latest(table.key, table.sequence_columns),
+        tombstones=tombstones.rows,
         truncated_before=tombstones.truncated_before,
         compare=reach.compare,
         broadcast=reach.small,
@@ -132,6 +132,9 @@ def _candidates(
         tombstones = tombstones.adding(logview.tombstones(spark, table))
     if candidates is not None and ranges is not None and not (stored.of_keys and stored.within):
         candidates = candidates.filter(ranges.predicate())
+        if tombstones.rows is not None:
+            # (The same filter on both sides of the batch's keys lets them share one broadcast.)
+            tombstones = replace(tombstones, rows=tombstones.rows.filter(ranges.predicate()))
     if table.log_mode and candidates is not None:
         candidates = logview.with_file_column(candidates)
     return candidates, tombstones

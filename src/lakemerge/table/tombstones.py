@@ -48,7 +48,7 @@ TRUNCATES_PROPERTY = "lakemerge.truncates"
 #: Up to this many committed batch ids are written into the read's filter (a hash set in the plan);
 #: more are broadcast as a table, which costs a Spark job of its own.
 INLINE_IDS = 10_000
-#: The newest tombstone sequence of a key, as a struct of the sequence columns, in :func:`latest`.
+#: The newest tombstone sequence of a key, as a struct of the sequence columns (classification's column).
 SEQ = "_lm_tomb_seq"
 
 
@@ -69,14 +69,6 @@ class Tombstones:
         if rows is None:
             return self
         return replace(self, rows=rows if self.rows is None else self.rows.unionByName(rows))
-
-    def latest(self, key: tuple[str, ...], sequence: tuple[str, ...]) -> DataFrame | None:
-        """The newest tombstone of each key: key columns and :data:`SEQ`."""
-        from pyspark.sql import functions as F
-
-        if self.rows is None:
-            return None
-        return self.rows.groupBy(*[col(k) for k in key]).agg(F.max(F.struct(*[col(c) for c in sequence])).alias(SEQ))
 
 
 def exists(spark: SparkSession, table: TableConfig) -> bool:

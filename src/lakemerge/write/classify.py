@@ -76,7 +76,7 @@ def classify(
     batch's truncate (``truncate_before``) count as absent: the truncate removes them.
 
     Args:
-        tombstones: the newest tombstone sequence of each key (key columns and ``_lm_tomb_seq``).
+        tombstones: the tombstones to honour (key and sequence columns; a key may have several).
         truncated_before: the newest truncate of earlier batches.
         compare: with a snapshot in the batch, the columns whose values decide whether a snapshot
             row (``_lm_snapshot``) equals the stored row.
@@ -106,9 +106,8 @@ def classify(
     forgotten = F.lit(False)
     keys = (changes if keys is None else keys).select(*[col(k) for k in key]) if broadcast else None
     if tombstones is not None:
-        if keys is not None:
-            tombstones = _of_keys(tombstones, keys, key)
-        changes = _join_on_key(changes, tombstones.withColumnRenamed(SEQ, "_lm_t_tomb"), key, "_lm_tb")
+        newest = _newest(tombstones, key, sequence, keys)
+        changes = _join_on_key(changes, newest.withColumnRenamed(SEQ, "_lm_t_tomb"), key, "_lm_tb")
         forgotten = F.coalesce(incoming < F.col("_lm_t_tomb"), F.lit(False))
     if truncated_before is not None:
         forgotten = forgotten | (incoming < truncated_before)
@@ -158,6 +157,18 @@ def values_hash(columns: Sequence[str]) -> Column:
     from pyspark.sql import functions as F
 
     return F.sha2(F.to_json(F.array(F.struct(*[col(c) for c in columns]))), 256)
+
+
+def _newest(tombstones: DataFrame, key: Sequence[str], sequence: Sequence[str], keys: DataFrame | None) -> DataFrame:
+    """The newest tombstone sequence of each key of ``tombstones`` (key and sequence columns), as
+    :data:`SEQ`; with ``keys`` (broadcast), only of those keys: few rows, aggregated in one
+    partition (no shuffle) and marked for broadcasting."""
+    from pyspark.sql import functions as F
+
+    if keys is not None:
+        tombstones = tombstones.join(F.broadcast(keys), on=list(key), how="left_semi").coalesce(1)
+    newest = tombstones.groupBy(*[col(k) for k in key]).agg(F.max(F.struct(*[col(c) for c in sequence])).alias(SEQ))
+    return F.broadcast(newest) if keys is not None else newest
 
 
 def _of_keys(frame: DataFrame, keys: DataFrame, key: Sequence[str]) -> DataFrame:
