@@ -30,6 +30,9 @@ The modes:
   deletion vectors from their row indexes; nothing of the table read but its key column.
 - ``log``, ``cow`` and ``dv``: lakemerge's ``apply_table`` in ``write_mode = "log"``, ``"copy_on_write"`` and
   ``"deletion_vectors"``, as the harness's ``lakemerge_log``, ``lakemerge`` and ``lakemerge_dv``.
+- ``cow_nt`` and ``dv_nt``: ``cow`` and ``dv`` on a table configured with ``tombstones = false``: no tombstone
+  read, joined to the changes or appended beside the table (a change older than a delete of its key then inserts
+  the key again). What the tombstones cost a batch.
 - ``hand``, ``hand_dv`` and ``rewrite``: the harness's hand-written MERGE (on a plain table, on one with
   deletion vectors) and full rewrite.
 
@@ -61,9 +64,24 @@ from bench.data import KEY, ROOT
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-MODES = ("append", "bound", "lookup", "kept", "touched", "touched_dv", "log", "cow", "dv", "hand", "hand_dv", "rewrite")
+MODES = (
+    "append",
+    "bound",
+    "lookup",
+    "kept",
+    "touched",
+    "touched_dv",
+    "log",
+    "cow",
+    "cow_nt",
+    "dv",
+    "dv_nt",
+    "hand",
+    "hand_dv",
+    "rewrite",
+)
 #: The modes whose table is created with deletion vectors.
-VECTORS = ("touched_dv", "dv", "hand_dv")
+VECTORS = ("touched_dv", "dv", "dv_nt", "hand_dv")
 #: The modes each mode is compared with, when they ran.
 REFERENCES = ("hand", "hand_dv", "rewrite")
 HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -220,6 +238,12 @@ def run_one(mode: str, count: int, kind: str, sf: float, prune: bool = False) ->
         "log": lambda: peers.lakemerge_batch(spark, path, "clustered", "log", batches[0]),
         "cow": lambda: peers.lakemerge_batch(spark, path, "clustered", "copy_on_write", batches[0]),
         "dv": lambda: peers.lakemerge_batch(spark, path, "clustered", "deletion_vectors", batches[0]),
+        "cow_nt": lambda: peers.lakemerge_batch(
+            spark, path, "clustered", "copy_on_write", batches[0], tombstones=False
+        ),
+        "dv_nt": lambda: peers.lakemerge_batch(
+            spark, path, "clustered", "deletion_vectors", batches[0], tombstones=False
+        ),
         "hand": lambda: peers.hand_merge_batch(spark, path),
         "hand_dv": lambda: peers.hand_merge_batch(spark, path),
         "rewrite": lambda: peers.full_rewrite_batch(spark, path, "clustered"),

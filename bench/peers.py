@@ -100,8 +100,9 @@ def _timed(batches: Sequence[str], apply: Callable[[str], Any]) -> list[float]:
     return times
 
 
-def lakemerge_table(path: str, layout: str, mode: str, feed: str) -> TableConfig:
-    """The table as every lakemerge peer configures it."""
+def lakemerge_table(path: str, layout: str, mode: str, feed: str, *, tombstones: bool = True) -> TableConfig:
+    """The table as every lakemerge peer configures it (``tombstones=False``: keeping none, for
+    :mod:`bench.floor`'s measure of what they cost)."""
     from lakemerge.config.feed import FeedConfig
     from lakemerge.config.table import TableConfig
 
@@ -113,14 +114,17 @@ def lakemerge_table(path: str, layout: str, mode: str, feed: str) -> TableConfig
         write_mode=mode,
         partition_by=(PARTITION,) if layout == "date" else (),
         feed=FeedConfig(location=(feed,), format="parquet", op_column="op"),
+        tombstones=tombstones,
     )
 
 
-def lakemerge_batch(spark: SparkSession, path: str, layout: str, mode: str, feed: str) -> Callable[[str], None]:
+def lakemerge_batch(
+    spark: SparkSession, path: str, layout: str, mode: str, feed: str, *, tombstones: bool = True
+) -> Callable[[str], None]:
     """What applies one batch (a file like ``feed``) with lakemerge to the table at ``path``."""
     from lakemerge import api
 
-    table = lakemerge_table(path, layout, mode, feed)
+    table = lakemerge_table(path, layout, mode, feed, tombstones=tombstones)
 
     def apply(batch: str) -> None:
         api.apply_table(table, inputs=[batch], spark=spark)
