@@ -7,6 +7,7 @@ new ones on each run, to look for failures the fixed draw misses.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -32,8 +33,27 @@ def spark() -> Iterator[object]:
                 "spark.sql.shuffle.partitions": "2",
                 "spark.default.parallelism": "2",
                 "spark.ui.enabled": "false",
+                # With the UI off nobody reads the SQL executions Spark keeps for it (a thousand by
+                # default, some 50 MB of plan descriptions in this suite's 1 GB driver).
+                "spark.sql.ui.retainedExecutions": "50",
             },
         )
     )
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _forget_tables() -> Iterator[None]:
+    """Drop Delta's cached logs after each module. Delta keeps every table it has read (up to 10,000)
+    with its snapshot's query plans; across the suite's thousands of temporary tables that grows by
+    hundreds of MB and ran the shared driver out of memory. A process applying batches to its own
+    pipeline's tables keeps only those."""
+    yield
+    if "pyspark.sql" not in sys.modules:
+        return
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()  # type: ignore[union-attr]
