@@ -3,7 +3,8 @@
 
 Creates the harness's table (``LAYOUT``: clustered, random or date; default clustered) from
 ``/tmp/lakemerge-bench/sfSF`` (``SF`` default 1; run ``python -m bench`` once to generate it), applies ``COUNT``
-(default 8) batches named ``BATCHES`` (default ``uniform-0.1``) in ``MODE`` (default ``log``), and
+(default 8) batches named ``BATCHES`` (default ``uniform-0.1``) in ``MODE`` (default ``log``; ``hand`` and
+``hand_dv`` for the hand-written MERGE, on a table without and with deletion vectors), and
 prints each batch's time (and the driver JVM's time compiling and collecting garbage during it, and
 the classes it loaded: Spark's generated code, code first used in that batch, the JDK's reflection accessors)
 and, for the last one, every Spark job it ran: when it started after the
@@ -32,8 +33,12 @@ def main(argv: list[str]) -> int:
     spark = peers.session()
     path = "/tmp/lakemerge-bench/jobs-table"
     peers.clean(path)
-    peers._create_delta(spark, f"{root}/orders.parquet", path, layout, deletion_vectors=mode == "deletion_vectors")
-    apply = peers.lakemerge_batch(spark, path, layout, mode, batches[0])
+    vectors = mode in ("deletion_vectors", "hand_dv")
+    peers._create_delta(spark, f"{root}/orders.parquet", path, layout, deletion_vectors=vectors)
+    if mode.startswith("hand"):
+        apply = peers.hand_merge_batch(spark, path)
+    else:
+        apply = peers.lakemerge_batch(spark, path, layout, mode, batches[0])
     store = spark.sparkContext._jsc.sc().statusStore()  # type: ignore[union-attr]
     jvm_times = _jvm_clock(spark)
     classes = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getClassLoadingMXBean()  # type: ignore[union-attr]
