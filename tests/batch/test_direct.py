@@ -17,6 +17,7 @@ import pytest
 
 import lakemerge
 from lakemerge.batch import commit as commit_module
+from lakemerge.batch import plan as plan_module
 from lakemerge.errors import AccountingError
 from lakemerge.table import direct as direct_table
 from tests.helpers import table_version, write_lines
@@ -95,11 +96,33 @@ def counted_direct(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
 
 @pytest.mark.parametrize(
-    ("mode", "partitioned"), [("copy_on_write", True), ("deletion_vectors", False)], ids=["cow-partitioned", "dv"]
+    ("mode", "partitioned", "broadcast"),
+    [
+        ("copy_on_write", True, "batch"),
+        ("copy_on_write", False, "keys"),
+        ("copy_on_write", False, "nothing"),
+        ("deletion_vectors", False, "batch"),
+        ("deletion_vectors", True, "keys"),
+    ],
+    ids=["cow-partitioned", "cow-keyed", "cow-joined", "dv", "dv-partitioned-keyed"],
 )
 def test_batches_give_the_oracles_table_and_what_a_merge_gives(
-    spark: Any, tmp_path: Path, counted_direct: list[str], mode: str, partitioned: bool
+    spark: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    counted_direct: list[str],
+    mode: str,
+    partitioned: bool,
+    broadcast: str,
 ) -> None:
+    """Batches small enough to broadcast (``batch``), too big for that but with keys few enough
+    (``keys``: the stored rows reduced to the batch's keys, then joined by a shuffle; the rewrite
+    looks its keys up in a broadcast), or with too many keys as well (``nothing``: the rewrite joins
+    each stored row with its key's whole change by a shuffle); the bounds are lowered to 0."""
+    if broadcast != "batch":
+        monkeypatch.setattr(plan_module, "BROADCAST_ROWS", 0)
+    if broadcast == "nothing":
+        monkeypatch.setattr(plan_module, "key_broadcast_rows", lambda schema, key: 0)
     root = tmp_path / "a folder, named é"
     extra: dict[str, Any] = {"partition_by": ("region",)} if partitioned else {}
     direct, merged = config(root, "direct", mode, **extra), config(root, "merged", mode, **extra)
@@ -157,6 +180,31 @@ def test_batches_it_does_not_serve_run_the_merge(spark: Any, tmp_path: Path, cou
     )
     assert sorted(r["_change_type"] for r in changes.collect()) == ["update_postimage", "update_preimage"]
     assert counted_direct == []
+
+
+def test_a_batch_lacking_a_column_keeps_its_stored_values(
+    spark: Any, tmp_path: Path, counted_direct: list[str]
+) -> None:
+    """A copy-on-write batch without one of the table's columns updates the others and keeps the
+    stored values of that one, as a MERGE setting the batch's columns does: its rewrite joins each
+    stored row with its key's change (whose keys could be broadcast: not enough here)."""
+    table = config(tmp_path, "t", "copy_on_write")
+    land(tmp_path / "b0", [[{"k": k, "seq": 1, "op": "U", "region": f"r{k}", "v": f"a{k}"} for k in range(5)]])
+    lakemerge.apply_table(table, inputs=[str(tmp_path / "b0")], spark=spark)
+    narrow = table.model_copy(
+        update={"feed": table.feed.model_copy(update={"schema_ddl": "k INT, seq BIGINT, op STRING, v STRING"})}
+    )
+    write_lines(tmp_path / "b1" / "f.csv", ["k,seq,op,v", "1,2,U,b1", "3,2,D,", "7,2,U,b7", "2,0,U,late"])
+    result = lakemerge.apply_table(narrow, inputs=[str(tmp_path / "b1")], spark=spark)
+    assert (result.metrics.updated, result.metrics.deleted, result.metrics.inserted) == (1, 1, 1)
+    assert counted_direct == [table.path]
+    assert {r["k"]: (r["region"], r["v"]) for r in rows_of(table.path)} == {
+        0: ("r0", "a0"),
+        1: ("r1", "b1"),
+        2: ("r2", "a2"),
+        4: ("r4", "a4"),
+        7: (None, "b7"),
+    }
 
 
 def rows_of_all(path: str) -> list[dict[str, Any]]:

@@ -51,6 +51,8 @@ class Reach:
         ranges: those ranges, when they pay.
         small: it can be broadcast (the stored rows are cut down to its keys first).
         compare: with a snapshot in the batch, the columns that tell an unchanged row.
+        keyed: its keys alone can be broadcast (the stored rows are cut down to them first, when
+            the batch itself is not ``small``).
     """
 
     whole: bool
@@ -58,6 +60,7 @@ class Reach:
     ranges: KeyRanges | None
     small: bool
     compare: tuple[str, ...] = ()
+    keyed: bool = False
 
 
 def classify_batch(
@@ -98,6 +101,7 @@ def classify_batch(
         truncated_before=tombstones.truncated_before,
         compare=reach.compare,
         broadcast=reach.small,
+        reduce=reach.keyed and not reach.small,
         keys=valid,
         table_of_keys=stored.of_keys,
         table_deletes=stored.of_keys,

@@ -150,7 +150,7 @@ def _direct(spark: SparkSession, plan: BatchPlan) -> Known | None:
     m = plan.metrics
     if plan.snapshot is None or plan.truncate_before is not None or plan.partial or m.updated + m.deleted == 0:
         return None
-    known = Known(plan.snapshot, plan.touched, m.inserted, m.updated, m.deleted, broadcast=plan.small)
+    known = Known(plan.snapshot, plan.touched, m.inserted, m.updated, m.deleted, broadcast=plan.small, keyed=plan.keyed)
     row_index = C.STORED_ROW in plan.classified.columns
     return known if serves(spark, known, plan.classified.schema, plan.data_columns, row_index=row_index) else None
 

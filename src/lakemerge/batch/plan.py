@@ -293,7 +293,7 @@ class _Planner:
             absent.changes,
             stored,
             tombstones.read(self.spark, table, selection.ledger.batch_ids),
-            reach=Reach(read.whole, read.early, read.ranges, sizes.small, compare),
+            reach=Reach(read.whole, read.early, read.ranges, sizes.small, compare, keyed=sizes.keyed),
             truncate=truncate,
             partial=table.partial_columns(data_columns),
             data_columns=data_columns,

@@ -63,6 +63,7 @@ def classify(
     truncated_before: Column | None = None,
     compare: Sequence[str] = (),
     broadcast: bool = False,
+    reduce: bool = False,
     keys: DataFrame | None = None,
     table_of_keys: bool = False,
     table_deletes: bool = False,
@@ -83,9 +84,12 @@ def classify(
         broadcast: the batch is small enough to broadcast: the stored rows are first reduced to
             the batch's keys with a broadcast semi-join, so that the table is scanned once and
             never shuffled (a left join cannot broadcast its preserved side).
-        keys: with ``broadcast``, a frame holding the same keys as ``changes`` that is cheaper to
-            compute (the batch before it was collapsed: duplicates do no harm to a semi-join, and
-            the collapse's shuffle is not run once more for the keys alone).
+        reduce: the batch is too big to broadcast but its keys alone are not: the stored rows are
+            first reduced to the batch's keys with a broadcast semi-join, then joined with it by a
+            shuffle of those rows only (never of the whole table's keys).
+        keys: with ``broadcast`` or ``reduce``, a frame holding the same keys as ``changes`` that
+            is cheaper to compute (the batch before it was collapsed: duplicates do no harm to a
+            semi-join, and the collapse's shuffle is not run once more for the keys alone).
         table_of_keys: ``table`` holds only the batch's keys already (a log table's merged view
             reduced to them): it is not marked for broadcast, so Spark joins those rows by a
             shuffle unless its own size threshold finds them tiny (forced through the driver, they
@@ -104,9 +108,9 @@ def classify(
     op = F.col(C.OP)
     incoming = F.struct(*[col(c) for c in sequence])
     forgotten = F.lit(False)
-    keys = (changes if keys is None else keys).select(*[col(k) for k in key]) if broadcast else None
+    keys = (changes if keys is None else keys).select(*[col(k) for k in key]) if broadcast or reduce else None
     if tombstones is not None:
-        newest = _newest(tombstones, key, sequence, keys)
+        newest = _newest(tombstones, key, sequence, keys if broadcast else None)
         changes = _join_on_key(changes, newest.withColumnRenamed(SEQ, "_lm_t_tomb"), key, "_lm_tb")
         forgotten = F.coalesce(incoming < F.col("_lm_t_tomb"), F.lit(False))
     if truncated_before is not None:
@@ -130,7 +134,7 @@ def classify(
         *([values_hash(compare).alias("_lm_t_hash")] if compare else []),
     )
     if keys is not None and not table_of_keys:
-        stored = _of_keys(stored, keys, key)
+        stored = _of_keys(stored, keys, key, broadcast=broadcast)
     joined = _join_on_key(changes, stored, key, "_lm_t")
     found = F.coalesce(F.col("_lm_t_found"), F.lit(False))
     if table_tombstones:
@@ -171,11 +175,13 @@ def _newest(tombstones: DataFrame, key: Sequence[str], sequence: Sequence[str], 
     return F.broadcast(newest) if keys is not None else newest
 
 
-def _of_keys(frame: DataFrame, keys: DataFrame, key: Sequence[str]) -> DataFrame:
-    """The rows of ``frame`` whose key is among ``keys`` (broadcast), marked for broadcasting in turn."""
+def _of_keys(frame: DataFrame, keys: DataFrame, key: Sequence[str], *, broadcast: bool) -> DataFrame:
+    """The rows of ``frame`` whose key is among ``keys`` (broadcast), marked for broadcasting in
+    turn with ``broadcast``."""
     from pyspark.sql import functions as F
 
-    return F.broadcast(frame.join(F.broadcast(keys), on=list(key), how="left_semi"))
+    found = frame.join(F.broadcast(keys), on=list(key), how="left_semi")
+    return F.broadcast(found) if broadcast else found
 
 
 def _join_on_key(left: DataFrame, right: DataFrame, key: Sequence[str], prefix: str) -> DataFrame:

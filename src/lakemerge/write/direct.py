@@ -4,9 +4,14 @@ classification found (:mod:`lakemerge.table.direct` holds the transaction).
 Each change that updates or deletes a stored row carries that row's data file (and, for a table
 with deletion vectors, its row index), so the batch knows the files it touches:
 
-- **copy-on-write**: the touched files are read once, each row joined with the change of its key
-  (broadcast when the batch is small), and written back with the changes applied, the inserts
-  beside them; the touched files are removed. No pass over the rest of the table.
+- **copy-on-write**: the touched files are read once and written back without the rows the batch
+  updates or deletes, the updates' new rows and the inserts beside them; the touched files are
+  removed. No pass over the rest of the table. When the changes hold every column of the table and
+  their keys can be broadcast, each stored row looks its key up in a broadcast of the changed keys
+  alone: the touched files are never shuffled, each written back as it is read, and the new rows
+  of a batch small enough to broadcast go to one more file. Otherwise (a batch lacking some of the
+  table's columns, whose updates keep the stored values of those, or one with too many keys) each
+  stored row is joined with its key's whole change (broadcast when the batch is small).
 - **deletion vectors**: the updates' new rows and the inserts are written as new files, and each
   touched file gets a deletion vector marking its replaced and deleted rows, from their row indexes:
   no read of the table at all.
@@ -52,6 +57,7 @@ class Known:
         touched: the data files holding the stored rows the batch updates or deletes.
         inserted / updated / deleted: the batch's counts of each outcome.
         broadcast: the changes are few enough to broadcast to the touched files' rows.
+        keyed: the keys of the changes are few enough to broadcast.
     """
 
     snapshot: Any
@@ -60,6 +66,7 @@ class Known:
     updated: int
     deleted: int
     broadcast: bool = False
+    keyed: bool = False
 
 
 def serves(
@@ -129,37 +136,40 @@ def _rewritten(
     from pyspark.sql import functions as F
 
     outcome = F.col(C.OUTCOME)
-    changed = classified.filter(outcome.isin(Outcome.UPDATE.value, Outcome.DELETE.value))
-    renamed = {c: f"_lm_s{i}" for i, c in enumerate(data_columns)}
-    changes = changed.select(outcome.alias("_lm_s_outcome"), *[col(c).alias(n) for c, n in renamed.items()])
-    if known.broadcast:
+    # The changes hold every column: the stored rows need only know which keys they replace.
+    by_key = known.keyed and set(schema.names) <= set(data_columns)
+    renamed = {c: f"_lm_s{i}" for i, c in enumerate(key if by_key else data_columns)}
+    changes = classified.filter(outcome.isin(Outcome.UPDATE.value, Outcome.DELETE.value)).select(
+        (outcome == Outcome.DELETE.value).alias("_lm_s_deleted"), *[col(c).alias(n) for c, n in renamed.items()]
+    )
+    if by_key or known.broadcast:
         changes = F.broadcast(changes)
-    stored = opened.read_touched()
     on = None
     for k in key:
         equal = col(k, "t") == F.col(renamed[k])
         on = equal if on is None else on & equal
-    joined = stored.alias("t").join(changes, on=on, how="left")
-    found = F.col("_lm_s_outcome")
+    joined = opened.read_touched().alias("t").join(changes, on=on, how="left")
+    deleted = F.col("_lm_s_deleted")
     tallied, tallies = transaction.observe(
         joined,
-        {
-            "copied": F.count_if(found.isNull()),
-            "updated": F.count_if(found == Outcome.UPDATE.value),
-            "deleted": F.count_if(found == Outcome.DELETE.value),
-        },
+        {"copied": F.count_if(deleted.isNull()), "updated": F.count_if(~deleted), "deleted": F.count_if(deleted)},
     )
-    update = found == Outcome.UPDATE.value
-    kept = tallied.filter(found.isNull() | update).select(
-        *[
-            (F.when(update, F.col(renamed[c])).otherwise(col(c, "t")) if c in renamed else col(c, "t")).alias(c)
-            for c in schema.names
-        ]
-    )
-    inserts = classified.filter(outcome == Outcome.INSERT.value).select(
-        *[(col(c) if c in renamed else F.lit(None).cast(schema[c].dataType)).alias(c) for c in schema.names]
-    )
-    opened.write(kept.unionByName(inserts))
+    if by_key:
+        kept = tallied.filter(deleted.isNull()).select(*[col(c, "t").alias(c) for c in schema.names])
+        fresh = classified.filter(outcome.isin(Outcome.INSERT.value, Outcome.UPDATE.value))
+        if known.broadcast:  # (few rows: in one new file, not one per partition of the changes)
+            fresh = fresh.coalesce(1)
+    else:
+        update = F.coalesce(~deleted, F.lit(False))
+        kept = tallied.filter(deleted.isNull() | update).select(
+            *[
+                (F.when(update, F.col(renamed[c])).otherwise(col(c, "t")) if c in renamed else col(c, "t")).alias(c)
+                for c in schema.names
+            ]
+        )
+        fresh = classified.filter(outcome == Outcome.INSERT.value)
+    inserted = [(col(c) if c in data_columns else F.lit(None).cast(schema[c].dataType)).alias(c) for c in schema.names]
+    opened.write(kept.unionByName(fresh.select(*inserted)))
     opened.remove_touched()
     counted = tallies()
     direct.check(counted, {"updated": known.updated, "deleted": known.deleted})
