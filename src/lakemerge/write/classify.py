@@ -84,9 +84,9 @@ def classify(
         broadcast: the batch is small enough to broadcast: the stored rows are first reduced to
             the batch's keys with a broadcast semi-join, so that the table is scanned once and
             never shuffled (a left join cannot broadcast its preserved side).
-        reduce: the batch is too big to broadcast but its keys alone are not: the stored rows are
-            first reduced to the batch's keys with a broadcast semi-join, then joined with it by a
-            shuffle of those rows only (never of the whole table's keys).
+        reduce: the batch is too big to broadcast but its keys alone are not: the stored rows and
+            the tombstones are first reduced to the batch's keys with a broadcast semi-join, then
+            joined with it by a shuffle of those rows only (never of the whole table's keys).
         keys: with ``broadcast`` or ``reduce``, a frame holding the same keys as ``changes`` that
             is cheaper to compute (the batch before it was collapsed: duplicates do no harm to a
             semi-join, and the collapse's shuffle is not run once more for the keys alone).
@@ -110,7 +110,7 @@ def classify(
     forgotten = F.lit(False)
     keys = (changes if keys is None else keys).select(*[col(k) for k in key]) if broadcast or reduce else None
     if tombstones is not None:
-        newest = _newest(tombstones, key, sequence, keys if broadcast else None)
+        newest = _newest(tombstones, key, sequence, keys, broadcast=broadcast)
         changes = _join_on_key(changes, newest.withColumnRenamed(SEQ, "_lm_t_tomb"), key, "_lm_tb")
         forgotten = F.coalesce(incoming < F.col("_lm_t_tomb"), F.lit(False))
     if truncated_before is not None:
@@ -163,16 +163,20 @@ def values_hash(columns: Sequence[str]) -> Column:
     return F.sha2(F.to_json(F.array(F.struct(*[col(c) for c in columns]))), 256)
 
 
-def _newest(tombstones: DataFrame, key: Sequence[str], sequence: Sequence[str], keys: DataFrame | None) -> DataFrame:
+def _newest(
+    tombstones: DataFrame, key: Sequence[str], sequence: Sequence[str], keys: DataFrame | None, *, broadcast: bool
+) -> DataFrame:
     """The newest tombstone sequence of each key of ``tombstones`` (key and sequence columns), as
-    :data:`SEQ`; with ``keys`` (broadcast), only of those keys: few rows, aggregated in one
-    partition (no shuffle) and marked for broadcasting."""
+    :data:`SEQ`; with ``keys`` (broadcast), only of those keys; with ``broadcast`` too, those few
+    rows are aggregated in one partition (no shuffle) and marked for broadcasting."""
     from pyspark.sql import functions as F
 
     if keys is not None:
-        tombstones = tombstones.join(F.broadcast(keys), on=list(key), how="left_semi").coalesce(1)
+        tombstones = tombstones.join(F.broadcast(keys), on=list(key), how="left_semi")
+    if broadcast:
+        tombstones = tombstones.coalesce(1)
     newest = tombstones.groupBy(*[col(k) for k in key]).agg(F.max(F.struct(*[col(c) for c in sequence])).alias(SEQ))
-    return F.broadcast(newest) if keys is not None else newest
+    return F.broadcast(newest) if broadcast else newest
 
 
 def _of_keys(frame: DataFrame, keys: DataFrame, key: Sequence[str], *, broadcast: bool) -> DataFrame:
