@@ -6,6 +6,7 @@ plans again; a write that finds other stored rows than the batch counted commits
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -300,3 +301,91 @@ def test_a_write_that_finds_other_stored_rows_than_counted_commits_nothing(
     result = lakemerge.apply_table(table, inputs=[str(tmp_path / "b2")], spark=spark)
     assert result.metrics.updated == 2
     assert {r["k"]: r["v"] for r in rows_of(table.path)} == {0: "b0", 1: "a1", 2: "a2", 3: "a3", 4: "b4"}
+
+
+def actions_of(seq: Any) -> list[dict[str, Any]]:
+    """Delta actions (a Scala sequence) as JSON, their statistics parsed and their times left out."""
+    found = []
+    each = seq.iterator()
+    while each.hasNext():
+        [(kind, fields)] = json.loads(str(each.next().json())).items()
+        fields.pop("deletionTimestamp", None)
+        if fields.get("stats"):
+            fields["stats"] = json.loads(fields["stats"])
+        found.append({"kind": kind, **fields})
+    return sorted(found, key=lambda a: (a["kind"], a["path"]))
+
+
+def test_deletion_vectors_are_committed_as_delta_commits_them(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counted_direct: list[str]
+) -> None:
+    """The files a deletion-vector batch marks, built from the statistics the version's checksum
+    lists, are the actions Delta's own helper builds by joining them with the log's file state:
+    a first vector for a file, a file's vector replaced by a larger one, a file whose rows all go
+    (removed), each file's bounds marked wide and its counts kept."""
+    opened: list[direct_table.Direct] = []
+    compared: list[dict[str, int]] = []
+    original_open, original_marked = direct_table.open_on, direct_table._marked
+
+    def opening(*args: Any, **kwargs: Any) -> Any:
+        opened.append(original_open(*args, **kwargs))
+        return opened[-1]
+
+    def marking(session: Any, files: Any) -> Any:
+        ours = original_marked(session, files)
+        assert ours is not None, "a file's statistics were not widened in place"
+        jvm = session.sparkContext._jvm
+        txn = opened[-1].txn
+        prefix = jvm.org.apache.spark.sql.delta.stats.StatsCollectionUtils.getDataSkippingStringPrefixLength(
+            session._jsparkSession, txn.metadata()
+        )
+        helper = jvm.org.apache.spark.sql.delta.commands.DMLWithDeletionVectorsHelper
+        deltas = helper.processUnmodifiedData(session._jsparkSession, files, txn.snapshot(), prefix)
+        assert actions_of(ours[0]) == actions_of(deltas._1())
+        figures = deltas._2().iterator()
+        while figures.hasNext():
+            entry = figures.next()
+            assert ours[1][str(entry._1())] == int(entry._2()), str(entry._1())
+        compared.append(ours[1])
+        return ours
+
+    monkeypatch.setattr(direct_table, "open_on", opening)
+    monkeypatch.setattr(direct_table, "_marked", marking)
+    table = config(tmp_path, "t", "deletion_vectors")
+    row = lambda k, seq, op="U": {"k": k, "seq": seq, "op": op, "region": "east", "v": f"v{k}.{seq}"}  # noqa: E731
+    batches = [
+        [[row(k, 1) for k in range(6)]],
+        [[row(k, 1) for k in range(6, 9)]],
+        [[row(1, 2), row(2, 2, "D")]],  # the first file's first vector
+        [[row(3, 3), *[row(k, 3, "D") for k in range(6, 9)], row(1, 3)]],  # grown; the second and third go
+    ]
+    oracle = Oracle(key=("k",), seq="seq", op="op")
+    for n, files in enumerate(batches):
+        land(tmp_path / f"b{n}", files)
+        oracle.apply(files)
+        lakemerge.apply_table(table, inputs=[str(tmp_path / f"b{n}")], spark=spark)
+    assert counted_direct == [table.path, table.path]
+    assert rows_of(table.path) == sorted(({c: r.get(c) for c in COLUMNS} for r in oracle.rows()), key=lambda r: r["k"])
+    made = {name: sum(f[name] for f in compared) for name in compared[0]}
+    assert made["numDeletionVectorsAdded"] >= 1 and made["numDeletionVectorsUpdated"] >= 1
+    assert made["numRemovedFiles"] >= 2 and made["numModifiedRows"] == 7
+
+
+@pytest.mark.parametrize(
+    ("stats", "deleted", "in_place"),
+    [
+        (None, 0, False),
+        ('{"minValues": {"k": 1}}', 0, False),
+        ('{"numRecords": 10, "nullCount": {"v": 10}, "tightBounds": true}', 0, True),
+        ('{"numRecords": 10, "nullCount": {"v": 8}}', 2, True),
+        ('{"numRecords": 10, "nullCount": {"v": 8}, "tightBounds": false}', 2, True),
+        ('{"numRecords": 10, "nullCount": {"v": 3, "s": {"x": 0}}, "tightBounds": true}', 2, True),
+        ('{"numRecords": 10, "nullCount": {"v": 3, "s": {"x": 8}}, "tightBounds": true}', 2, False),
+    ],
+)
+def test_statistics_widen_in_place_unless_a_null_count_must_change(
+    stats: str | None, deleted: int, in_place: bool
+) -> None:
+    """Without a record count, or where a column is all null under tight bounds while a vector
+    already hides rows (Delta then stores the physical count), Delta's own helper is used."""
+    assert direct_table.widened_in_place(stats, deleted) is in_place

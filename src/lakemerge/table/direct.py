@@ -10,7 +10,8 @@ it knows (:mod:`lakemerge.write.direct` says what), and commits with its record:
 - new data files through the transaction's own writer (the table's partitioning, column mapping,
   statistics and constraints, as any Delta write);
 - the touched files removed, or given a deletion vector marking the rows replaced (built from the
-  row indexes by Delta's own bitmap writer: no read of the table);
+  row indexes by Delta's own bitmap writer: no read of the table), their statistics taken from the
+  files the version's checksum lists (no read of the table's log either, where they allow it);
 - lakemerge's idempotent transaction identifier at the batch number, as every batch commits it.
 
 Delta checks the commit against every commit since that snapshot, as it checks a MERGE: the
@@ -25,6 +26,7 @@ Driven through Delta's JVM classes as delta-spark 4.4 has them (``OptimisticTran
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -66,6 +68,8 @@ def _shapes_match(spark: SparkSession) -> bool:
         _BITMAPS: {"buildRowIndexSetsForFilesMatchingCondition": 8},
         f"{_DELTA}.OptimisticTransaction": {"writeFiles": 1, "trackFilesRead": 1, "registerSQLMetrics": 2},
         f"{_DELTA}.DeltaLog": {"startTransaction": 2, "createDataFrame": 4},
+        f"{_DELTA}.commands.TouchedFileWithDV": {"fileLogEntry": 0, "newDeletionVector": 0, "isFullyReplaced": 0},
+        f"{_DELTA}.actions.AddFile": {"removeRows": 3, "removeWithTimestamp": 2, "numDeletedRecords": 0},
     }
     try:
         utils = jvm.org.apache.spark.util.Utils
@@ -125,6 +129,10 @@ class Direct:
         helper = jclass(self.spark, _HELPER)
         by_name = helper.generateCandidateFileMap(self.txn.deltaLog().dataPath(), self.touched)
         files = helper.findFilesWithMatchingRows(self.txn, by_name, found)
+        marked = _marked(self.spark, files)
+        if marked is not None:
+            self.actions.append(marked[0])
+            return marked[1]
         prefix = jclass(self.spark, f"{_DELTA}.stats.StatsCollectionUtils").getDataSkippingStringPrefixLength(
             session, self.txn.metadata()
         )
@@ -210,6 +218,76 @@ def open_on(
     chosen = scala_seq(spark, found)
     txn.trackFilesRead(chosen)
     return Direct(spark, txn, chosen)
+
+
+def _marked(spark: SparkSession, files: Any) -> tuple[Any, dict[str, int]] | None:
+    """The actions and counts Delta's ``processUnmodifiedData`` gives for ``files`` (Delta's
+    ``TouchedFileWithDV``: a touched file and its new deletion vector), built from the statistics
+    the files carry (the version's checksum lists them) rather than by joining them with the
+    snapshot's whole file state, which is a Spark job reading the table's log. ``None`` when some
+    file's statistics are not widened in place (:func:`widened_in_place`): Delta's own then serves.
+
+    Each file whose rows are all replaced is removed; each other file is removed and added again
+    with its new deletion vector and its statistics' bounds marked wide, as Delta does."""
+    now = int(time.time() * 1000)
+    fully: list[Any] = []
+    added: list[Any] = []
+    removed: list[Any] = []
+    figures = dict.fromkeys(_VECTOR_FIGURES, 0)
+    each = files.iterator()
+    while each.hasNext():
+        touched = each.next()
+        entry = touched.fileLogEntry()
+        stats = entry.stats()
+        had_vector = entry.deletionVector() is not None
+        if not widened_in_place(None if stats is None else str(stats), int(entry.numDeletedRecords())):
+            return None
+        figures["numModifiedRows"] += int(touched.numberOfModifiedRows())
+        if touched.isFullyReplaced():
+            fully.append(entry.removeWithTimestamp(now, True))
+            figures["numRemovedFiles"] += 1
+            figures["numDeletionVectorsRemoved"] += int(had_vector)
+            continue
+        pair = entry.removeRows(touched.newDeletionVector(), True, True)
+        added.append(pair._1())
+        removed.append(pair._2())
+        figures["numDeletionVectorsUpdated" if had_vector else "numDeletionVectorsAdded"] += 1
+    return scala_seq(spark, [*fully, *added, *removed]), figures
+
+
+#: The counts :func:`_marked` returns, as Delta's ``processUnmodifiedData`` names them.
+_VECTOR_FIGURES = (
+    "numModifiedRows",
+    "numRemovedFiles",
+    "numDeletionVectorsAdded",
+    "numDeletionVectorsRemoved",
+    "numDeletionVectorsUpdated",
+)
+
+
+def widened_in_place(stats: str | None, deleted: int) -> bool:
+    """Whether a data file's statistics ``stats`` (Delta's JSON), once the file gets a new deletion
+    vector, are what Delta makes of them by setting ``tightBounds`` to false alone: they count the
+    file's records, and none of its null counts must change. Delta keeps every null count but
+    those of a column all null under tight bounds, which it sets to the physical count of records;
+    that differs from the count it held only where the file's current deletion vector already
+    hides rows (``deleted`` of them)."""
+    if not stats:
+        return False
+    parsed = json.loads(stats)
+    records = parsed.get("numRecords") if isinstance(parsed, dict) else None
+    if not isinstance(records, int) or isinstance(records, bool):
+        return False
+    if deleted == 0 or parsed.get("tightBounds") is not True:
+        return True
+    return all(count != records - deleted for count in _counts(parsed.get("nullCount")))
+
+
+def _counts(found: Any) -> list[Any]:
+    """The leaf values of a statistics field (a nested JSON object of counts)."""
+    if isinstance(found, dict):
+        return [count for value in found.values() for count in _counts(value)]
+    return [found]
 
 
 def _sql_metrics(spark: SparkSession, figures: Mapping[str, int]) -> Any:

@@ -182,6 +182,8 @@ def _with_vectors(opened: direct.Direct, classified: DataFrame, schema: StructTy
 
     outcome = F.col(C.OUTCOME)
     fresh = classified.filter(outcome.isin(Outcome.INSERT.value, Outcome.UPDATE.value))
+    if known.broadcast:  # (few rows: one new file, whose rows later batches mark in one vector)
+        fresh = fresh.coalesce(1)
     opened.write(fresh.select(*[col(c) for c in schema.names]))
     replaced = classified.filter(outcome.isin(Outcome.UPDATE.value, Outcome.DELETE.value))
     marked = opened.mark_rows(replaced, file=F.col(C.STORED_FILE), row=F.col(C.STORED_ROW))
