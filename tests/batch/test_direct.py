@@ -389,3 +389,27 @@ def test_statistics_widen_in_place_unless_a_null_count_must_change(
     """Without a record count, or where a column is all null under tight bounds while a vector
     already hides rows (Delta then stores the physical count), Delta's own helper is used."""
     assert direct_table.widened_in_place(stats, deleted) is in_place
+
+
+def test_more_files_than_the_bound_are_marked_by_deltas_own_helper(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counted_direct: list[str]
+) -> None:
+    """Beyond :data:`MARKED_FILES` touched files (lowered to 0 here), Delta's own helper builds the
+    actions from the log's file state: the same table."""
+    built: list[object] = []
+    original = direct_table._marked
+
+    def marking(session: Any, files: Any) -> Any:
+        built.append(original(session, files))
+        return built[-1]
+
+    monkeypatch.setattr(direct_table, "MARKED_FILES", 0)
+    monkeypatch.setattr(direct_table, "_marked", marking)
+    table = config(tmp_path, "t", "deletion_vectors")
+    oracle = Oracle(key=("k",), seq="seq", op="op")
+    for n, files in enumerate(random_batches(5, 3)):
+        land(tmp_path / f"b{n}", files)
+        oracle.apply(files)
+        lakemerge.apply_table(table, inputs=[str(tmp_path / f"b{n}")], spark=spark)
+    assert built and all(b is None for b in built) and counted_direct
+    assert rows_of(table.path) == sorted(({c: r.get(c) for c in COLUMNS} for r in oracle.rows()), key=lambda r: r["k"])

@@ -68,7 +68,12 @@ def _shapes_match(spark: SparkSession) -> bool:
         _BITMAPS: {"buildRowIndexSetsForFilesMatchingCondition": 8},
         f"{_DELTA}.OptimisticTransaction": {"writeFiles": 1, "trackFilesRead": 1, "registerSQLMetrics": 2},
         f"{_DELTA}.DeltaLog": {"startTransaction": 2, "createDataFrame": 4},
-        f"{_DELTA}.commands.TouchedFileWithDV": {"fileLogEntry": 0, "newDeletionVector": 0, "isFullyReplaced": 0},
+        f"{_DELTA}.commands.TouchedFileWithDV": {
+            "fileLogEntry": 0,
+            "newDeletionVector": 0,
+            "isFullyReplaced": 0,
+            "numberOfModifiedRows": 0,
+        },
         f"{_DELTA}.actions.AddFile": {"removeRows": 3, "removeWithTimestamp": 2, "numDeletedRecords": 0},
     }
     try:
@@ -225,10 +230,13 @@ def _marked(spark: SparkSession, files: Any) -> tuple[Any, dict[str, int]] | Non
     ``TouchedFileWithDV``: a touched file and its new deletion vector), built from the statistics
     the files carry (the version's checksum lists them) rather than by joining them with the
     snapshot's whole file state, which is a Spark job reading the table's log. ``None`` when some
-    file's statistics are not widened in place (:func:`widened_in_place`): Delta's own then serves.
+    file's statistics are not widened in place (:func:`widened_in_place`), or there are more than
+    :data:`MARKED_FILES` files: Delta's own then serves.
 
     Each file whose rows are all replaced is removed; each other file is removed and added again
     with its new deletion vector and its statistics' bounds marked wide, as Delta does."""
+    if int(files.size()) > MARKED_FILES:
+        return None
     now = int(time.time() * 1000)
     fully: list[Any] = []
     added: list[Any] = []
@@ -254,6 +262,11 @@ def _marked(spark: SparkSession, files: Any) -> tuple[Any, dict[str, int]] | Non
         figures["numDeletionVectorsUpdated" if had_vector else "numDeletionVectorsAdded"] += 1
     return scala_seq(spark, [*fully, *added, *removed]), figures
 
+
+#: The most touched files :func:`_marked` builds the actions of. Each file takes about ten calls
+#: into the JVM (0.15-0.3 ms each here), where Delta's own join with the log's file state is one
+#: Spark job (about 0.3 s on the benchmark's SF1 table): beyond this many files that job is cheaper.
+MARKED_FILES = 128
 
 #: The counts :func:`_marked` returns, as Delta's ``processUnmodifiedData`` names them.
 _VECTOR_FIGURES = (
