@@ -413,3 +413,15 @@ def test_more_files_than_the_bound_are_marked_by_deltas_own_helper(
         lakemerge.apply_table(table, inputs=[str(tmp_path / f"b{n}")], spark=spark)
     assert built and all(b is None for b in built) and counted_direct
     assert rows_of(table.path) == sorted(({c: r.get(c) for c in COLUMNS} for r in oracle.rows()), key=lambda r: r["k"])
+
+
+def test_a_small_deletion_vector_batch_writes_its_new_rows_to_one_file(spark: Any, tmp_path: Path) -> None:
+    """Its updates' new rows and its inserts go to one file, whose rows later batches then mark
+    in one vector, not one file per task of the batch."""
+    table = config(tmp_path, "t", "deletion_vectors")
+    land(tmp_path / "b0", [[{"k": k, "seq": 1, "op": "U", "region": "east", "v": f"a{k}"} for k in range(40)]])
+    lakemerge.apply_table(table, inputs=[str(tmp_path / "b0")], spark=spark)
+    changes = [{"k": k, "seq": 2, "op": "U", "region": "west", "v": f"b{k}"} for k in range(0, 80, 2)]
+    land(tmp_path / "b1", [changes[:20], changes[20:]])
+    result = lakemerge.apply_table(table, inputs=[str(tmp_path / "b1")], spark=spark)
+    assert (result.metrics.updated, result.metrics.inserted, result.files_added) == (20, 20, 1)
