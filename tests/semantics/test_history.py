@@ -286,6 +286,90 @@ def test_a_late_update_older_than_a_delete_is_not_resurrected(spark: object, tmp
     assert sorted((g["id"], g["seq"]) for g in graves) == [(1, 5), (9, 5)]
 
 
+def test_a_batch_newer_than_every_tombstone_reads_none_of_them(
+    spark: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tombstones make only older changes late: a batch whose oldest sequence is at least every
+    tombstone's (by the side table's file statistics) classifies without them, with the same
+    outcome; one holding an older change reads them."""
+    config = latest_table(tmp_path)
+    read = tombstones.read
+    found: list[tombstones.Tombstones] = []
+
+    def spied(*args: Any, **kwargs: Any) -> tombstones.Tombstones:
+        found.append(read(*args, **kwargs))
+        return found[-1]
+
+    monkeypatch.setattr(tombstones, "read", spied)
+    b0 = write_batch(tmp_path / "b0", [[{"id": 1, "seq": 1, "op": "U", "name": "a"}]])
+    b1 = write_batch(tmp_path / "b1", [[{"id": 1, "seq": 5, "op": "D"}, {"id": 2, "seq": 4, "op": "D"}]])
+    tie = write_batch(tmp_path / "b2", [[{"id": 1, "seq": 5, "op": "U", "name": "tie"}]])
+    late = write_batch(tmp_path / "b3", [[{"id": 2, "seq": 3, "op": "U", "name": "zombie"}]])
+    for batch in (b0, b1):
+        lakemerge.apply_table(config, inputs=[str(batch)], spark=spark)
+    result = lakemerge.apply_table(config, inputs=[str(tie)], spark=spark)
+    assert (result.metrics.inserted, result.metrics.late) == (1, 0)  # an equal sequence is not older
+    assert found[-1].rows is None
+    result = lakemerge.apply_table(config, inputs=[str(late)], spark=spark)
+    assert (result.metrics.inserted, result.metrics.late) == (0, 1)
+    assert found[-1].rows is not None
+    assert plain_rows(config.path) == [(1, 5, "tie")]
+
+
+def test_a_tombstone_with_an_equal_first_sequence_column_is_read(spark: object, tmp_path: Path) -> None:
+    """With several sequence columns, the statistics bound only the first: a change equal to the
+    newest tombstone there may still be older by the next column, so the tombstones are read."""
+    from pyspark.sql import SparkSession
+
+    assert isinstance(spark, SparkSession)
+    config = lakemerge.TableConfig(
+        name="t",
+        path=str(tmp_path / "t"),
+        key="id",
+        sequence=("epoch", "seq"),
+        feed=lakemerge.FeedConfig(
+            location=(str(tmp_path / "in"),),
+            format="csv",
+            header=True,
+            schema="id INT, epoch INT, seq BIGINT, op STRING, name STRING",
+            op_column="op",
+            upsert_codes=("U",),
+            delete_codes=("D",),
+        ),
+    )
+
+    def batch(name: str, *rows: str) -> str:
+        write_lines(tmp_path / name / "f.csv", ["id,epoch,seq,op,name", *rows])
+        return str(tmp_path / name)
+
+    lakemerge.apply_table(config, inputs=[batch("b0", "1,1,1,U,a")], spark=spark)
+    lakemerge.apply_table(config, inputs=[batch("b1", "1,2,5,D,")], spark=spark)
+    assert not tombstones.newer_than_all(spark, config, 2)
+    assert tombstones.newer_than_all(spark, config, 3)
+    result = lakemerge.apply_table(config, inputs=[batch("b2", "1,2,3,U,zombie")], spark=spark)
+    assert (result.metrics.inserted, result.metrics.late) == (0, 1)
+    assert deltalake.DeltaTable(config.path).to_pyarrow_table().num_rows == 0
+
+
+def test_tombstone_statistics_are_trusted_only_where_they_bound_the_sequence(spark: object, tmp_path: Path) -> None:
+    """A sequence at least the newest tombstone's skips the read; an older one, one of another kind
+    than the statistics', or of a kind Delta's statistics round (timestamps, floating point) never does."""
+    import datetime
+
+    from pyspark.sql import SparkSession
+
+    assert isinstance(spark, SparkSession)
+    config = latest_table(tmp_path)
+    lakemerge.apply_table(
+        config, inputs=[str(write_batch(tmp_path / "b0", [[{"id": 1, "seq": 1, "op": "D"}]]))], spark=spark
+    )
+    assert tombstones.newer_than_all(spark, config, 1)
+    assert not tombstones.newer_than_all(spark, config, 0)
+    assert not tombstones.newer_than_all(spark, config, 2.5)
+    assert not tombstones.newer_than_all(spark, config, "9")
+    assert not tombstones.newer_than_all(spark, config, datetime.datetime(2030, 1, 1))
+
+
 @pytest.mark.parametrize("inline_ids", [tombstones.INLINE_IDS, 0], ids=["ids-in-filter", "ids-broadcast"])
 def test_tombstones_of_a_batch_that_never_committed_are_not_honoured(
     spark: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inline_ids: int

@@ -287,12 +287,14 @@ class _Planner:
         table, selection = self.table, self.selection
         data_columns = read.changes.data_columns
         compare = compared(table, data_columns, stored.rows) if selection.snapshots else ()
+        # (A snapshot's absent keys become deletes of its own sequence; SCD2 reads tombstones whole.)
+        oldest = None if selection.snapshots or table.scd2 else read.oldest
         classified = classify_batch(
             self.spark,
             table,
             absent.changes,
             stored,
-            tombstones.read(self.spark, table, selection.ledger.batch_ids),
+            tombstones.read(self.spark, table, selection.ledger.batch_ids, oldest=oldest),
             reach=Reach(read.whole, read.early, read.ranges, sizes.small, compare, keyed=sizes.keyed),
             truncate=truncate,
             partial=table.partial_columns(data_columns),

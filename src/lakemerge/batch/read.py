@@ -21,6 +21,7 @@ from lakemerge.batch.select import Selection
 from lakemerge.changes import normalize
 from lakemerge.changes.bad_rows import first_bad_row, quarantine_rows
 from lakemerge.changes.normalize import ChangeSet
+from lakemerge.columns import quoted
 from lakemerge.config import FeedConfig, TableConfig
 from lakemerge.errors import InputError
 from lakemerge.feeds import FeedFile, read_feed, utf8
@@ -56,6 +57,9 @@ class ReadBatch:
             it is never read within key ranges.
         early: the key ranges were looked for with the counts (a batch without truncate codes).
         ranges: those ranges, when they pay (:func:`lakemerge.batch.ranges.paying`).
+        oldest: the smallest value of the first sequence column among the changes (``None`` when
+            none has one), found in the same aggregate: tombstones all older than it cannot make
+            any change late (:func:`lakemerge.table.tombstones.read`).
     """
 
     changes: ChangeSet
@@ -66,6 +70,7 @@ class ReadBatch:
     whole: bool
     early: bool
     ranges: KeyRanges | None
+    oldest: Any = None
 
     @property
     def valid(self) -> DataFrame:
@@ -159,9 +164,8 @@ def _read_batch(
     if rows_bad:
         columns = changes.data_columns
         bad = quarantine_rows(changes.frame, files=files, data_columns=columns, batch_id=batch_id, table=table.name)
-    return ReadBatch(
-        changes, rows_read, rows_bad, ignored, bad, whole, early, batch_ranges.paying(stored_files, ranges)
-    )
+    ranges = batch_ranges.paying(stored_files, ranges)
+    return ReadBatch(changes, rows_read, rows_bad, ignored, bad, whole, early, ranges, oldest=counts["_lm_oldest"])
 
 
 def _invalid_utf8(
@@ -184,18 +188,22 @@ def _invalid_utf8(
 def _count(
     frame: DataFrame, table: TableConfig, *, early: bool, stored_files: Sequence[tuple[Any, Any, int]] | None
 ) -> tuple[dict[str, Any], KeyRanges | None]:
-    """The batch's row counts and, when ``early``, its key ranges, in one aggregate (one read of the
-    records), over the span of the keys the table holds."""
+    """The batch's row counts, its changes' oldest sequence (``_lm_oldest``, of the first sequence
+    column) and, when ``early``, its key ranges, in one aggregate (one read of the records), over
+    the span of the keys the table holds."""
     from pyspark.sql import functions as F
 
+    least = {"_lm_oldest": f"CASE WHEN {VALID} THEN {quoted(table.sequence_columns[0])} END"}
     query = None
     if early:
-        query = range_query(frame, table.key, where=VALID, counts=_COUNTS, span=prune.span_of(stored_files))
+        span = prune.span_of(stored_files)
+        query = range_query(frame, table.key, where=VALID, counts=_COUNTS, least=least, span=span)
     with translated(reading=True):
         if query is not None:
             parts = query.parts
         else:
-            parts = (prune.tagged(frame.agg(*[F.expr(f"{c} AS {n}") for n, c in _COUNTS.items()]), prune.BOUNDS),)
+            values = [*(f"{c} AS {n}" for n, c in _COUNTS.items()), *(f"min({v}) AS {n}" for n, v in least.items())]
+            parts = (prune.tagged(frame.agg(*[F.expr(v) for v in values]), prune.BOUNDS),)
         found = prune.collect_parts(parts)
     return found[prune.BOUNDS], query.ranges(found) if query is not None else None
 

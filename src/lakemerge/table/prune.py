@@ -162,6 +162,7 @@ def range_query(
     min_share: float = MIN_GAP_SHARE,
     where: str | None = None,
     counts: Mapping[str, str] | None = None,
+    least: Mapping[str, str] | None = None,
     span: tuple[Any, Any] | None = None,
 ) -> RangeQuery | None:
     """The aggregate that finds the ranges covering the keys of ``changes`` (of its rows that meet
@@ -175,7 +176,8 @@ def range_query(
     one range, from the smallest key to the largest. ``counts`` (named SQL counts over all of
     ``changes``, such as a batch's row counts; each must be a count, whose total is the sum of its
     counts over the slices) are computed with them, and collected in the row tagged
-    :data:`BOUNDS`.
+    :data:`BOUNDS`; so is the smallest value of each of ``least`` (named SQL values over
+    ``changes``; nulls are left out, ``None`` when all are).
 
     The query's expressions are SQL text over ``changes`` itself (built of PySpark's functions, its
     columns cost about 150 calls into the JVM, 10 ms of a batch), never over a temporary view:
@@ -194,6 +196,7 @@ def range_query(
         span = (found[0], found[1]) if found is not None else None
     scale = _scale(span) if position is not None and limit > 1 else None
     named = dict(counts or {})
+    smallest = dict(least or {})
     tag = F.lit(BOUNDS).alias(PART)
     if position is None or scale is None:
         # One slice: one aggregate over the batch, no grouping (Spark cannot hash-group the
@@ -203,6 +206,7 @@ def range_query(
         row = keys.agg(
             tag,
             *[F.expr(c).alias(n) for n, c in named.items()],
+            *[F.expr(f"min({v})").alias(n) for n, v in smallest.items()],
             F.expr(f"CASE WHEN count(_lm_k) > 0 THEN array({one}) END").alias("_lm_kr_slices"),
         )
     else:
@@ -214,6 +218,7 @@ def range_query(
         )
         per_slice = keys.groupBy("_lm_slice").agg(
             *[F.expr(c).alias(n) for n, c in named.items()],
+            *[F.expr(f"min({v})").alias(n) for n, v in smallest.items()],
             F.expr("min(_lm_k)").alias("_lm_lo"),
             F.expr("max(_lm_k)").alias("_lm_hi"),
         )
@@ -224,6 +229,7 @@ def range_query(
         row = per_slice.agg(
             tag,
             *[F.expr(f"CAST(coalesce(sum({n}), 0) AS BIGINT)").alias(n) for n in named],
+            *[F.expr(f"min({n})").alias(n) for n in smallest],
             F.expr(slices).alias("_lm_kr_slices"),
         )
     return RangeQuery(parts=(row,), column=name, limit=limit, min_share=min_share)

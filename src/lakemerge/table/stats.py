@@ -27,7 +27,9 @@ def table_bytes(spark: SparkSession, path: str) -> int | None:
     return int(found.get().tableSizeBytes()) if found.isDefined() else None
 
 
-def file_key_bounds(spark: SparkSession, path: str, column: str) -> list[tuple[Any, Any, int]] | None:
+def file_key_bounds(
+    spark: SparkSession, path: str, column: str, *, job: bool = True
+) -> list[tuple[Any, Any, int]] | None:
     """Each data file of the table's latest version: the smallest and largest value of ``column``
     in its statistics (``None`` when it has none) and its size; read from Delta's log, never from
     the data. A table of few files (Delta keeps the list of a version's files, with their
@@ -36,14 +38,15 @@ def file_key_bounds(spark: SparkSession, path: str, column: str) -> list[tuple[A
     parsed statistics Delta's own file skipping reuses. ``None`` when statistics cannot be trusted
     to bound the column: a type whose statistics Delta truncates or rounds (only integers,
     decimals and dates are kept), a column without statistics, a partition column, column mapping
-    (statistics under physical names), or more than :data:`MAX_BOUNDED_FILES` files."""
+    (statistics under physical names), or more than :data:`MAX_BOUNDED_FILES` files; without
+    ``job``, also where the checksum does not list the files."""
     snapshot = latest_snapshot(spark, path)
     bounded = _bounded_field(snapshot, column)
     if bounded is None:
         return None
     listed = _checksum_files(snapshot)
     if listed is None:
-        return _statistics_bounds(spark, snapshot, column)
+        return _statistics_bounds(spark, snapshot, column) if job else None
     return _bounds_of([(size, stats) for _, size, stats in listed], bounded.name, bounded.dataType)
 
 

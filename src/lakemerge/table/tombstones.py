@@ -26,7 +26,7 @@ from __future__ import annotations
 import time
 from collections.abc import Collection
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lakemerge import columns as C
 from lakemerge.columns import col
@@ -75,8 +75,13 @@ def exists(spark: SparkSession, table: TableConfig) -> bool:
     return store.is_delta(spark, table.tombstone_table)
 
 
-def read(spark: SparkSession, table: TableConfig, committed: Collection[str]) -> Tombstones:
+def read(spark: SparkSession, table: TableConfig, committed: Collection[str], *, oldest: Any = None) -> Tombstones:
     """The tombstones to honour: confirmed ones, and those of batches in ``committed``.
+
+    ``oldest``: the smallest value of the first sequence column among the batch's changes, when
+    known. A tombstone makes a change late only when the change is older than it; when every
+    tombstone's sequence is older than ``oldest`` by the statistics of the side table's files
+    (:func:`newer_than_all`), no key tombstone is read at all.
 
     The side table is read at the version it has now (:func:`stats.read_listed` where Delta's
     checksum lists that version's files: the table gains a version with most batches, whose state
@@ -94,6 +99,9 @@ def read(spark: SparkSession, table: TableConfig, committed: Collection[str]) ->
         return Tombstones()
     # A log table takes no truncates (refused at config time), so it never looks for one.
     truncates = not table.log_mode and table_properties(spark, table.tombstone_table).get(TRUNCATES_PROPERTY) == "true"
+    skipped = oldest is not None and newer_than_all(spark, table, oldest)
+    if skipped and not truncates:
+        return Tombstones()
     listed = read_listed(spark, table.tombstone_table)
     frame = listed if listed is not None else read_pinned(spark, table.tombstone_table)
     frame, known = _known(spark, frame, committed)
@@ -109,7 +117,33 @@ def read(spark: SparkSession, table: TableConfig, committed: Collection[str]) ->
         values = truncate.asDict()
         before = F.struct(*[F.lit(values[c]).cast(types[c]).alias(c) for c in sequence])
     keys = frame.filter(~F.col(TRUNCATE)).select(*[col(c) for c in (*table.key, *sequence)])
-    return Tombstones(rows=keys, truncated_before=before)
+    return Tombstones(rows=None if skipped else keys, truncated_before=before)
+
+
+def newer_than_all(spark: SparkSession, table: TableConfig, oldest: Any) -> bool:
+    """Whether ``oldest`` (a value of the table's first sequence column) is newer than every
+    tombstone's sequence, by the statistics of the side table's files as its latest checksum lists
+    them (no Spark job): with one sequence column, at least the largest (an equal sequence is not
+    older); with several, above it in the first. ``False`` whenever that cannot be told: a file
+    without statistics of the column, a type Delta's statistics do not bound exactly (only
+    integers, decimals and dates are taken), files the checksum does not list. An empty side table
+    holds no tombstone: ``True``."""
+    import datetime
+    import decimal
+
+    from lakemerge.table.stats import file_key_bounds
+
+    if type(oldest) not in (int, decimal.Decimal, datetime.date):  # (as the statistics are read)
+        return False
+    sequence = table.sequence_columns
+    bounds = file_key_bounds(spark, table.tombstone_table, sequence[0], job=False)
+    if bounds is None or any(high is None for _, high, _ in bounds):
+        return False
+    newest = max((high for _, high, _ in bounds), default=None)
+    try:
+        return newest is None or (oldest >= newest if len(sequence) == 1 else oldest > newest)
+    except TypeError:  # (a value that does not compare with the statistics' kind)
+        return False
 
 
 def _known(spark: SparkSession, frame: DataFrame, committed: Collection[str]) -> tuple[DataFrame, Column]:
