@@ -234,17 +234,19 @@ def test_scd2_refuses_truncate_and_bad_settings(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------
 # Tombstones in latest tables
 # ---------------------------------------------------------------------------------------------
-def latest_table(root: Path, **extra: Any) -> lakemerge.TableConfig:
+def latest_table(
+    root: Path, *, sequence: str | tuple[str, ...] = "seq", schema: str = SCHEMA, **extra: Any
+) -> lakemerge.TableConfig:
     return lakemerge.TableConfig(
         name="t",
         path=str(root / "t"),
         key="id",
-        sequence="seq",
+        sequence=sequence,
         feed=lakemerge.FeedConfig(
             location=(str(root / "in"),),
             format="csv",
             header=True,
-            schema=SCHEMA,
+            schema=schema,
             op_column="op",
             upsert_codes=("U",),
             delete_codes=("D",),
@@ -322,21 +324,8 @@ def test_a_tombstone_with_an_equal_first_sequence_column_is_read(spark: object, 
     from pyspark.sql import SparkSession
 
     assert isinstance(spark, SparkSession)
-    config = lakemerge.TableConfig(
-        name="t",
-        path=str(tmp_path / "t"),
-        key="id",
-        sequence=("epoch", "seq"),
-        feed=lakemerge.FeedConfig(
-            location=(str(tmp_path / "in"),),
-            format="csv",
-            header=True,
-            schema="id INT, epoch INT, seq BIGINT, op STRING, name STRING",
-            op_column="op",
-            upsert_codes=("U",),
-            delete_codes=("D",),
-        ),
-    )
+    schema = "id INT, epoch INT, seq BIGINT, op STRING, name STRING"
+    config = latest_table(tmp_path, sequence=("epoch", "seq"), schema=schema)
 
     def batch(name: str, *rows: str) -> str:
         write_lines(tmp_path / name / "f.csv", ["id,epoch,seq,op,name", *rows])
