@@ -136,9 +136,10 @@ def _loaded(frame: Any) -> bool:
 @pytest.mark.parametrize(
     ("write_mode", "lines"),
     [
-        ("copy_on_write", ["2,3,D,", "3,3,U,c3", "9,3,U,i"]),
-        ("copy_on_write", ["7,3,U,x", "8,3,D,"]),
-        ("log", ["2,3,D,", "3,3,U,c3", "9,3,U,i"]),
+        # (Each batch holds a change older than the tombstone of key 1, so that the tombstones are read.)
+        ("copy_on_write", ["2,3,D,", "3,3,U,c3", "9,3,U,i", "1,1,U,late"]),
+        ("copy_on_write", ["7,3,U,x", "8,3,D,", "1,1,U,late"]),
+        ("log", ["2,3,D,", "3,3,U,c3", "9,3,U,i", "1,1,U,late"]),
     ],
     ids=["merge", "insert-only-append", "log-append"],
 )
