@@ -333,8 +333,8 @@ def test_a_tombstone_with_an_equal_first_sequence_column_is_read(spark: object, 
 
     lakemerge.apply_table(config, inputs=[batch("b0", "1,1,1,U,a")], spark=spark)
     lakemerge.apply_table(config, inputs=[batch("b1", "1,2,5,D,")], spark=spark)
-    assert not tombstones.newer_than_all(spark, config, 2)
-    assert tombstones.newer_than_all(spark, config, 3)
+    assert not tombstones.cannot_make_late(spark, config, 2)
+    assert tombstones.cannot_make_late(spark, config, 3)
     result = lakemerge.apply_table(config, inputs=[batch("b2", "1,2,3,U,zombie")], spark=spark)
     assert (result.metrics.inserted, result.metrics.late) == (0, 1)
     assert deltalake.DeltaTable(config.path).to_pyarrow_table().num_rows == 0
@@ -352,11 +352,11 @@ def test_tombstone_statistics_are_trusted_only_where_they_bound_the_sequence(spa
     lakemerge.apply_table(
         config, inputs=[str(write_batch(tmp_path / "b0", [[{"id": 1, "seq": 1, "op": "D"}]]))], spark=spark
     )
-    assert tombstones.newer_than_all(spark, config, 1)
-    assert not tombstones.newer_than_all(spark, config, 0)
-    assert not tombstones.newer_than_all(spark, config, 2.5)
-    assert not tombstones.newer_than_all(spark, config, "9")
-    assert not tombstones.newer_than_all(spark, config, datetime.datetime(2030, 1, 1))
+    assert tombstones.cannot_make_late(spark, config, 1)
+    assert not tombstones.cannot_make_late(spark, config, 0)
+    assert not tombstones.cannot_make_late(spark, config, 2.5)
+    assert not tombstones.cannot_make_late(spark, config, "9")
+    assert not tombstones.cannot_make_late(spark, config, datetime.datetime(2030, 1, 1))
 
 
 @pytest.mark.parametrize("inline_ids", [tombstones.INLINE_IDS, 0], ids=["ids-in-filter", "ids-broadcast"])

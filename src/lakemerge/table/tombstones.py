@@ -79,9 +79,9 @@ def read(spark: SparkSession, table: TableConfig, committed: Collection[str], *,
     """The tombstones to honour: confirmed ones, and those of batches in ``committed``.
 
     ``oldest``: the smallest value of the first sequence column among the batch's changes, when
-    known. A tombstone makes a change late only when the change is older than it; when every
-    tombstone's sequence is older than ``oldest`` by the statistics of the side table's files
-    (:func:`newer_than_all`), no key tombstone is read at all.
+    known. A tombstone makes a change late only when the change is older than it; when no
+    tombstone is newer than ``oldest`` by the statistics of the side table's files
+    (:func:`cannot_make_late`), no key tombstone is read at all.
 
     The side table is read at the version it has now (:func:`stats.read_listed` where Delta's
     checksum lists that version's files: the table gains a version with most batches, whose state
@@ -99,7 +99,7 @@ def read(spark: SparkSession, table: TableConfig, committed: Collection[str], *,
         return Tombstones()
     # A log table takes no truncates (refused at config time), so it never looks for one.
     truncates = not table.log_mode and table_properties(spark, table.tombstone_table).get(TRUNCATES_PROPERTY) == "true"
-    skipped = oldest is not None and newer_than_all(spark, table, oldest)
+    skipped = oldest is not None and cannot_make_late(spark, table, oldest)
     if skipped and not truncates:
         return Tombstones()
     listed = read_listed(spark, table.tombstone_table)
@@ -120,14 +120,14 @@ def read(spark: SparkSession, table: TableConfig, committed: Collection[str], *,
     return Tombstones(rows=None if skipped else keys, truncated_before=before)
 
 
-def newer_than_all(spark: SparkSession, table: TableConfig, oldest: Any) -> bool:
-    """Whether ``oldest`` (a value of the table's first sequence column) is newer than every
-    tombstone's sequence, by the statistics of the side table's files as its latest checksum lists
-    them (no Spark job): with one sequence column, at least the largest (an equal sequence is not
-    older); with several, above it in the first. ``False`` whenever that cannot be told: a file
-    without statistics of the column, a type Delta's statistics do not bound exactly (only
-    integers, decimals and dates are taken), files the checksum does not list. An empty side table
-    holds no tombstone: ``True``."""
+def cannot_make_late(spark: SparkSession, table: TableConfig, oldest: Any) -> bool:
+    """Whether the tombstones cannot make late a change of sequence ``oldest`` (a value of the
+    table's first sequence column) or newer, by the statistics of the side table's files as its
+    latest checksum lists them (no Spark job): with one sequence column, ``oldest`` is at least
+    their largest (an equal sequence is not older); with several, above it in the first column.
+    ``False`` whenever that cannot be told: a file without statistics of the column, a type
+    Delta's statistics do not bound exactly (only integers, decimals and dates are taken), files
+    the checksum does not list. An empty side table holds no tombstone: ``True``."""
     import datetime
     import decimal
 
