@@ -16,6 +16,16 @@
   the peer is given up to two minutes to catch up; reported: median and 95th percentile over the
   micro-batches, and whether it kept up (applied every message sent).
 
+Three more peers are floors, not correct streams (their tables hold no comparable checksum):
+``append`` parses each micro-batch's messages and appends them to a Delta table of their own (the
+least a stream that keeps every change as it comes, as ``log`` mode does, writes: no validation,
+ledger, collapse, sequence check or tombstones, and not exactly once); ``append_once`` the same
+under Delta's idempotent transaction identifier (``txnAppId``/``txnVersion``: exactly once as Delta's
+writer offers it); ``noop`` nothing but what the harness does for every peer (the micro-batch's
+oldest sending time and its count: one small job), which leaves the streaming engine's own cost of
+a micro-batch. ``--peers`` picks the peers (default: the four correct ones); ``--no-latency`` skips
+the latency runs.
+
 Every peer runs in a fresh process (``python -m bench.streaming --peer NAME ...``), with the same
 Spark session settings as the batch harness (``bench.peers.session``) plus Spark's Kafka source, on
 the clustered layout of the batch harness; every peer's final table must have the same checksum.
@@ -38,6 +48,8 @@ from bench import data
 from bench.kafka import broker
 
 PEERS = ("lakemerge", "lakemerge_dv", "lakemerge_log", "hand_merge")
+#: Floors: what a stream costs with no correct handling of its changes (see the module).
+FLOORS = ("append", "append_once", "noop")
 SCHEMA = (
     "o_orderkey BIGINT, o_custkey BIGINT, o_orderstatus STRING, o_totalprice DECIMAL(15,2), o_orderdate DATE, "
     "o_orderpriority STRING, o_clerk STRING, o_shippriority INT, o_comment STRING, seq BIGINT, o_year INT, op STRING, "
@@ -67,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             found = _run_peer(args, peer, bootstrap=bootstrap, topic=topic, source=source, per_trigger=per_trigger)
             found["messages"] = messages
             report["peers"][peer] = {"throughput": found}
-        for peer in args.peers:
+        for peer in args.peers if args.latency_runs else ():
             report["peers"][peer]["latency"] = _run_peer(
                 args, peer, bootstrap=bootstrap, topic=f"{topic}-latency-{peer}", source=source, latency=True
             )
@@ -83,10 +95,11 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--batches", type=int, default=4)
     parser.add_argument("--rate", type=int, default=2000, help="messages a second in the latency run")
     parser.add_argument("--seconds", type=int, default=60, help="how long the latency run produces")
-    parser.add_argument("--peers", nargs="+", default=list(PEERS), choices=PEERS)
+    parser.add_argument("--peers", nargs="+", default=list(PEERS), choices=PEERS + FLOORS)
+    parser.add_argument("--no-latency", dest="latency_runs", action="store_false", help="skip the latency runs")
     parser.add_argument("--data", default=data.ROOT)
     parser.add_argument("--out", default=data.OUT)
-    parser.add_argument("--peer", choices=PEERS, help=argparse.SUPPRESS)
+    parser.add_argument("--peer", choices=PEERS + FLOORS, help=argparse.SUPPRESS)
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
     parser.add_argument("--topic", help=argparse.SUPPRESS)
     parser.add_argument("--source", help=argparse.SUPPRESS)
@@ -183,7 +196,12 @@ def _peer(args: argparse.Namespace) -> int:
     path = str(root / "orders")
     _create_delta(spark, args.source, path, "clustered", deletion_vectors=args.peer == "lakemerge_dv")
     timings: list[tuple[float, float, int]] = []  # (commit end, oldest message's sending, rows), per micro-batch
-    handler = _hand_merge(path, timings) if args.peer == "hand_merge" else _lakemerge(args.peer, path, timings)
+    if args.peer in FLOORS:
+        handler = _floor(args.peer, str(root / "appended"), timings)
+    elif args.peer == "hand_merge":
+        handler = _hand_merge(path, timings)
+    else:
+        handler = _lakemerge(args.peer, path, timings)
     reader = spark.readStream.format("kafka").option("kafka.bootstrap.servers", args.bootstrap)
     reader = reader.option("subscribe", args.topic).option("startingOffsets", "earliest")
     if args.per_trigger:
@@ -201,7 +219,8 @@ def _peer(args: argparse.Namespace) -> int:
             result["first_batch_seconds"] = round(first_end - started, 3)
             rest = sum(rows for _, _, rows in timings[1:])
             result["steady_per_second"] = round(rest / (timings[-1][0] - first_end))
-    result["checksum"] = spark_checksum(spark, "lakemerge_log" if args.peer == "lakemerge_log" else args.peer, path)
+    if args.peer not in FLOORS:
+        result["checksum"] = spark_checksum(spark, args.peer, path)
     print(json.dumps(result))
     return 0
 
@@ -311,6 +330,21 @@ def _hand_merge(path: str, timings: list[tuple[float, float, int]]) -> Any:
             .execute()
         )
         timings.append((time.time(), sent, count))
+
+    return handler
+
+
+def _floor(peer: str, path: str, timings: list[tuple[float, float, int]]) -> Any:
+    """The floors' handlers (see the module)."""
+    from pyspark.sql import functions as F
+
+    def handler(frame: Any, epoch: int) -> None:
+        sent, rows = _oldest_sent(frame)
+        if peer != "noop":
+            parsed = frame.select(F.from_json(F.col("value").cast("string"), SCHEMA).alias("r")).select("r.*")
+            once = {"txnAppId": "bench-floor", "txnVersion": str(epoch)} if peer == "append_once" else {}
+            parsed.drop("sent_ms").write.format("delta").mode("append").options(**once).save(path)
+        timings.append((time.time(), sent, rows))
 
     return handler
 
