@@ -242,21 +242,34 @@ def test_files_outside_the_batch_key_ranges_are_never_read(
 
 
 @pytest.mark.internals
-def test_a_log_batch_pruned_by_its_key_ranges_reuses_the_code_of_the_batch_before(spark: Any, tmp_path: Path) -> None:
-    """Neither a batch's key ranges nor its batch number are written into the code Spark generates:
-    a warm batch on other keys than the batch before compiles no new class (bench/RESULTS.md,
-    "Generated code per batch": new code costs every batch its compile and its run cold in the JVM)."""
-    table = _table(tmp_path, "log")
+@pytest.mark.parametrize("mode", ["log", "copy_on_write", "deletion_vectors"])
+def test_a_batch_pruned_by_its_key_ranges_reuses_the_code_of_the_batch_before(
+    spark: Any, tmp_path: Path, mode: str
+) -> None:
+    """Neither a batch's key ranges nor its batch number (nor, with tombstones appended, when they
+    were written) are written into the code Spark generates: a warm batch on other keys than the
+    batch before compiles no new class (bench/RESULTS.md, "Generated code per batch": new code costs
+    every batch its compile and its run cold in the JVM)."""
+    table = _table(tmp_path, mode)
     _clustered(spark, table, keys=400, files=8)
     compiled = []
+    deleted: set[int] = set()
     for number, centre in enumerate((20, 120, 220, 320), start=1):
         batch = [{"id": centre + i, "seq": 5, "op": "UD"[i % 2], "v": f"b{number}"} for i in range(4)]
         batch.append({"id": 1000 + number, "seq": 5, "op": "U", "v": "new"})
+        deleted |= {centre + i for i in range(4) if i % 2}
         folder = tmp_path / f"b{number}"
         compiled.append(classes_compiled(spark, lambda f=folder, b=batch: _apply(spark, table, f, b)))
     assert compiled[-1] == 0, compiled
-    logged = deltalake.DeltaTable(table.log_table).to_pyarrow_table().to_pylist()
-    assert {r["id"]: r["_lm_batch"] for r in logged if r["id"] >= 1000} == {1000 + n: n for n in range(1, 5)}
+    if table.log_mode:
+        logged = deltalake.DeltaTable(table.log_table).to_pyarrow_table().to_pylist()
+        assert {r["id"]: r["_lm_batch"] for r in logged if r["id"] >= 1000} == {1000 + n: n for n in range(1, 5)}
+        return
+    rows = {r["id"]: r["v"] for r in read_table(table.path)}
+    assert {i for i in rows if i >= 1000} == {1001, 1002, 1003, 1004} and not deleted & set(rows)
+    assert rows[20] == "b1" and rows[322] == "b4" and len(rows) == 400 - len(deleted) + 4
+    tombstones = deltalake.DeltaTable(table.tombstone_table).to_pyarrow_table().to_pylist()
+    assert sorted((r["id"], r["_lm_batch"]) for r in tombstones) == sorted((i, 1 + i // 100) for i in deleted)
 
 
 @pytest.mark.parametrize("mode", ["copy_on_write", "log"])

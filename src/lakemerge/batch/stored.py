@@ -38,7 +38,8 @@ class Stored:
             the view's schema alone.
         columns: the stored columns.
         sides: a ``log`` table's table and change log as read (:func:`lakemerge.table.logview.read_sides`).
-        within: the sides were read within the batch's key ranges.
+        within: the rows (a ``log`` table's sides) were read from the files within the batch's key
+            ranges alone, found from the files' statistics.
         of_keys: a ``log`` batch whose keys can be broadcast: it classifies against the newest rows of
             its own keys (:func:`lakemerge.table.logview.newest_of_keys`), never the whole view.
         snapshot: the JVM Delta snapshot ``rows`` were read at (a table without a change log), on
@@ -65,8 +66,9 @@ def read_stored(
         return Stored(of_keys=of_keys), None
     if not table.log_mode:
         within = (ranges.column, ranges.overlaps) if ranges is not None else None
-        frame, snapshot = stats.read_snapshot(spark, table.path, within=within)
-        return Stored(rows=frame, columns=tuple(frame.columns), snapshot=snapshot), frame.schema
+        frame, snapshot, listed = stats.read_snapshot(spark, table.path, within=within)
+        inside = listed and ranges is not None
+        return Stored(rows=frame, columns=tuple(frame.columns), within=inside, snapshot=snapshot), frame.schema
     truncating = any(f.truncate_codes for f in table.feeds)
     sides = logview.read_sides(spark, table, listed=not truncating, ranges=ranges)
     found: StructType | None = None

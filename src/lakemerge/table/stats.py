@@ -163,16 +163,16 @@ def read_listed(
 
 def read_snapshot(
     spark: SparkSession, path: str, *, within: tuple[str, Callable[[Any, Any], bool]] | None = None
-) -> tuple[DataFrame, Any]:
-    """The table as of its latest version now, and that version's snapshot (a JVM object, for a
-    write that commits on it): read as :func:`read_listed` reads it where the checksum lists the
-    version's files, else through Delta at that version (filter it by the ranges of ``within`` for
-    Delta's file skipping then)."""
+) -> tuple[DataFrame, Any, bool]:
+    """The table as of its latest version now, that version's snapshot (a JVM object, for a write
+    that commits on it), and whether it was read as :func:`read_listed` reads it (``within``
+    applied), as it is where the checksum lists the version's files; else it is read through Delta
+    at that version (filter it by the ranges of ``within`` for Delta's file skipping then)."""
     snapshot = latest_snapshot(spark, path)
     found = _read_files(spark, snapshot, within)
     if found is None:
-        found = read_version(spark, path, int(snapshot.version()))
-    return found, snapshot
+        return read_version(spark, path, int(snapshot.version())), snapshot, False
+    return found, snapshot, True
 
 
 def _read_files(

@@ -29,8 +29,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from lakemerge import columns as C
-from lakemerge.columns import col
+from lakemerge.columns import col, quoted
 from lakemerge.config.table import TableConfig
+from lakemerge.spark import literals
 from lakemerge.table import store
 
 if TYPE_CHECKING:
@@ -197,11 +198,13 @@ def append(
     for part in parts[1:]:
         rows = rows.unionByName(part)
     now = int(time.time() * 1000)
+    # (Numbers that change from batch to batch, kept out of the code Spark compiles for the write.)
+    row = quoted(table.key[0])
     rows = rows.select(
         *[col(c).cast(types[c]).alias(c) for c in columns],
-        F.lit(batch).cast("long").alias(BATCH),
+        F.expr(literals.opaque(batch, row, "bigint")).alias(BATCH),
         F.lit(batch_id).alias(BATCH_ID),
-        F.lit(now).cast("long").alias(WRITTEN_AT),
+        F.expr(literals.opaque(now, row, "bigint")).alias(WRITTEN_AT),
         F.col(TRUNCATE),
         F.lit(False).alias(CONFIRMED),
     )
