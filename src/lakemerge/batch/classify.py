@@ -125,9 +125,11 @@ def _candidates(
     A ``log`` batch whose keys can be broadcast reads only its keys' newest rows of the merged view,
     deletes too: one read of the log gives its tombstones of those keys as well. Another ``log``
     batch adds the log's deletes to the tombstone table's (classification cuts both down to the
-    batch's keys). Rows are filtered by the key ranges, except rows read from the files within them
-    alone (a table's, or the sides of a ``log`` batch's own keys): the filter's literals would make
-    new code for Spark to compile every batch, and each change finds its key's row by the key."""
+    batch's keys). Rows are filtered by the key ranges, and the tombstones with them, except where
+    the rows were read from the files within the ranges alone (a table's, or the sides of a ``log``
+    batch's own keys): the filter's literals would make new code for Spark to compile every batch,
+    and each change finds its key's row by the key. Both sides filtered alike, or neither, their
+    semi-joins on the batch's keys share one broadcast of those keys."""
 
     candidates = stored.rows
     if stored.of_keys:
@@ -135,11 +137,10 @@ def _candidates(
         candidates = logview.newest_of_keys(spark, table, keys=keys, sides=stored.sides)
     elif table.log_mode and table.tombstones and stored.rows is not None:
         tombstones = tombstones.adding(logview.tombstones(spark, table))
-    if candidates is not None and ranges is not None and not (stored.of_keys and stored.within):
-        if not (stored.within and not table.log_mode):
-            candidates = candidates.filter(ranges.predicate())
+    read_within = stored.within and (stored.of_keys or not table.log_mode)
+    if candidates is not None and ranges is not None and not read_within:
+        candidates = candidates.filter(ranges.predicate())
         if tombstones.rows is not None:
-            # (The same filter on both sides of the batch's keys lets them share one broadcast.)
             tombstones = replace(tombstones, rows=tombstones.rows.filter(ranges.predicate()))
     if table.log_mode and candidates is not None:
         candidates = logview.with_file_column(candidates)
