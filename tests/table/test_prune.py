@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import os
 import random
+import time
 from pathlib import Path
 from typing import Any
 
@@ -254,6 +255,7 @@ def test_a_batch_pruned_by_its_key_ranges_reuses_the_code_of_the_batch_before(
     _clustered(spark, table, keys=400, files=8)
     compiled = []
     deleted: set[int] = set()
+    began = int(time.time() * 1000)
     for number, centre in enumerate((20, 120, 220, 320), start=1):
         batch = [{"id": centre + i, "seq": 5, "op": "UD"[i % 2], "v": f"b{number}"} for i in range(4)]
         batch.append({"id": 1000 + number, "seq": 5, "op": "U", "v": "new"})
@@ -270,6 +272,7 @@ def test_a_batch_pruned_by_its_key_ranges_reuses_the_code_of_the_batch_before(
     assert rows[20] == "b1" and rows[322] == "b4" and len(rows) == 400 - len(deleted) + 4
     tombstones = deltalake.DeltaTable(table.tombstone_table).to_pyarrow_table().to_pylist()
     assert sorted((r["id"], r["_lm_batch"]) for r in tombstones) == sorted((i, 1 + i // 100) for i in deleted)
+    assert all(began <= r["_lm_written_at"] <= time.time() * 1000 for r in tombstones), "when each was written"
 
 
 @pytest.mark.parametrize("mode", ["copy_on_write", "log"])
