@@ -60,6 +60,19 @@ def test_csv_quoting_newlines_compression_encoding_and_bom(spark: object, tmp_pa
     assert {r["id"]: r["v"] for r in read_table(t.path)}[5] == "café"
 
 
+def test_a_configured_type_spark_does_not_know_is_refused_every_time(spark: object, tmp_path: Path) -> None:
+    write_lines(tmp_path / "in" / "a.csv", ["id,seq,v", "1,1,x"])
+    for _ in range(2):  # (type names Spark parsed are remembered in the process; a bad one never is)
+        t = table(tmp_path, format="csv", header=True, types={"id": "int", "seq": "bigint", "v": "integr"})
+        with pytest.raises(lakemerge.ConfigError, match="'integr' is not a Spark SQL type") as raised:
+            lakemerge.apply_table(t, spark=spark)
+        assert raised.value.key == "feed.types.v"
+    assert not (tmp_path / "table").exists()
+    t = table(tmp_path, format="csv", header=True, types={"id": "int", "seq": "bigint"})
+    lakemerge.apply_table(t, spark=spark)
+    assert read_table(t.path) == [{"id": 1, "seq": 1, "v": "x"}]
+
+
 def test_orc_and_avro(spark: object, tmp_path: Path) -> None:
     for fmt in ("orc", "avro"):
         folder = tmp_path / fmt

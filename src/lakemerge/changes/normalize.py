@@ -85,7 +85,8 @@ def normalize(
     for name, type_name in targets.items():
         if name not in raw.columns:
             continue
-        _check_type(spark, type_name, name)
+        if name in feed.types:  # (the schema's types were parsed with it)
+            _check_type(spark, type_name, name)
         cast = col(name).try_cast(type_name)
         errors.append(
             (
@@ -235,10 +236,17 @@ def _ddl_types(ddl: str) -> dict[str, str]:
     return {f.name: f.dataType.simpleString() for f in schema.fields}
 
 
+#: Type names already parsed in this process (parsing one is a call into the JVM).
+_PARSED_TYPES: set[str] = set()
+
+
 def _check_type(spark: SparkSession, type_name: str, column: str) -> None:
     from pyspark.sql.types import _parse_datatype_string
 
+    if type_name in _PARSED_TYPES:
+        return
     try:
         _parse_datatype_string(type_name)
     except Exception:
         raise ConfigError(f"'{type_name}' is not a Spark SQL type", key=f"feed.types.{column}") from None
+    _PARSED_TYPES.add(type_name)
