@@ -35,6 +35,11 @@ def quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def sql_string(text: str) -> str:
+    """``text`` as a SQL string literal: in single quotes, a backslash or quote inside it escaped."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def col(name: str, alias: str | None = None) -> Column:
     """The column called ``name`` (of the relation or struct ``alias``), whatever characters the
     name holds: dots, spaces, backticks and all."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lakemerge import columns as C
-from lakemerge.columns import col
+from lakemerge.columns import col, quoted, sql_string
 from lakemerge.config.feed import FeedConfig
 from lakemerge.config.records import RecordsConfig
 from lakemerge.config.table import FILE_SEQUENCE_COLUMN, LOAD_PHASE_COLUMN, TableConfig
@@ -24,7 +24,7 @@ from lakemerge.feeds.files import FeedFile
 from lakemerge.feeds.readers import RawFeed
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 _GENERATED = re.compile(r"^c(\d+)$")
 _DELIMITED = ("csv", "text")
@@ -74,43 +74,38 @@ def normalize(
         key, message = problem
         raise ConfigError(f"{files[0].path}: {message}; nothing was applied", key=f"tables.{table.name}.{key}")
     frame = raw.frame
-    errors: list[tuple[Column, Column]] = [(F.col(C.MALFORMED).isNotNull(), F.col(C.MALFORMED))]
+    # The checks are SQL text, each expression parsed once: built of PySpark's functions, a JSON
+    # record of 13 columns cost about 340 calls into the JVM a batch, as text about 60. Errors are
+    # (condition, reason) pairs; the first that holds is the row's reason.
+    errors: list[tuple[str, str]] = [(f"{quoted(C.MALFORMED)} IS NOT NULL", quoted(C.MALFORMED))]
 
     # Types: delimited formats read strings; cast them, and any column with a configured type.
     # (JSON records given as a DataFrame are read as text too.)
     as_text = feed.format in _DELIMITED or (isinstance(feed, RecordsConfig) and feed.format == "json")
     targets = dict(_ddl_types(feed.schema_ddl) if feed.schema_ddl and as_text else {})
     targets.update(feed.types)
-    casts: dict[str, Column] = {}
+    casts: dict[str, str] = {}
     for name, type_name in targets.items():
         if name not in raw.columns:
             continue
         if name in feed.types:  # (the schema's types were parsed with it)
             _check_type(spark, type_name, name)
-        cast = col(name).try_cast(type_name)
-        errors.append(
-            (
-                col(name).isNotNull() & cast.isNull(),
-                F.format_string(f"cannot convert column '{name}' value '%s' to {type_name}", col(name)),
-            )
-        )
+        value, cast = quoted(name), f"try_cast({quoted(name)} AS {type_name})"
+        message = sql_string(f"cannot convert column '{name}' value '%s' to {type_name}")
+        errors.append((f"{value} IS NOT NULL AND {cast} IS NULL", f"format_string({message}, {value})"))
         casts[name] = cast
 
     op, op_errors = _operation(feed, files, offset)
-    keyed = ~op.isin("T", "N")
     # Key and sequence must be present (a truncate needs no key; an ignored record needs neither).
     for name in table.key:
-        errors.append((col(name).isNull() & keyed, F.lit(f"null key column '{name}'")))
+        errors.append((f"{quoted(name)} IS NULL AND NOT ({op}) IN ('T', 'N')", sql_string(f"null key column '{name}'")))
     for name in table.sequence:
-        errors.append((col(name).isNull() & (op != "N"), F.lit(f"null sequence column '{name}'")))
+        errors.append((f"{quoted(name)} IS NULL AND ({op}) <> 'N'", sql_string(f"null sequence column '{name}'")))
     errors.extend(op_errors)
-
-    error: Column = F.lit(None).cast("string")
-    for condition, reason in reversed(errors):
-        error = F.when(condition, reason).otherwise(error)
+    error = F.expr("CASE " + " ".join(f"WHEN {c} THEN {r}" for c, r in errors) + " END")
 
     data_columns = [c for c in raw.columns if c != feed.op_column and _kept(table, feed, c)]
-    selected = [casts.get(c, col(c)).alias(c) for c in data_columns]
+    selected = [F.expr(f"{casts[c]} AS {quoted(c)}") if c in casts else col(c) for c in data_columns]
     # A DMS full load precedes every change of its table (docs/semantics.md §10 Operation codes).
     loads = [i + offset for i, f in enumerate(files) if is_full_load(feed, f)]
     if not table.sequence:
@@ -135,12 +130,13 @@ def normalize(
         data_columns.append(LOAD_PHASE_COLUMN)
     # The raw record of a bad row, for messages and the quarantine: as read when the reader kept
     # it, else the fields joined by the delimiter (delimited formats) or the row as JSON.
-    originals = [col(c) for c in raw.columns]
+    originals = [quoted(c) for c in raw.columns]
     if isinstance(feed, FeedConfig) and feed.format == "csv":
-        rebuilt = F.concat_ws(feed.delimiter, *[F.coalesce(c.cast("string"), F.lit("")) for c in originals])
+        fields = ", ".join(f"coalesce(CAST({c} AS STRING), '')" for c in originals)
+        rebuilt = f"concat_ws({sql_string(feed.delimiter)}, {fields})"
     else:
-        rebuilt = F.to_json(F.struct(*originals))
-    record = F.when(error.isNotNull(), F.coalesce(F.col(C.RAW), rebuilt))
+        rebuilt = f"to_json(struct({', '.join(originals)}))"
+    record = F.when(error.isNotNull(), F.expr(f"coalesce({quoted(C.RAW)}, {rebuilt})"))
     # Rows a UTF-8 decoder may have put U+FFFD in (lakemerge.feeds.utf8 tells which are bad).
     texts = [
         col(f.name) for f in raw.frame.schema.fields if f.name in raw.columns and f.dataType.typeName() == "string"
@@ -149,7 +145,7 @@ def normalize(
     replaced = utf8.replaced([*texts, F.col(C.RAW)]) if decoded else F.lit(False)
     frame = frame.select(
         *selected,
-        op.alias(C.OP),
+        F.expr(f"{op} AS {quoted(C.OP)}"),
         error.alias(C.ERROR),
         C.FILE,
         C.BLOCK,
@@ -166,34 +162,39 @@ def normalize(
 
 def _operation(
     feed: FeedConfig | RecordsConfig, files: Sequence[FeedFile], offset: int
-) -> tuple[Column, list[tuple[Column, Column]]]:
+) -> tuple[str, list[tuple[str, str]]]:
     """The normalised operation (``U``, ``D``, ``T`` for truncate, ``N`` for an ignored record) and
-    the checks on op codes."""
-    from pyspark.sql import functions as F
-
-    errors: list[tuple[Column, Column]] = []
-    delete_files = [i + offset for i, f in enumerate(files) if f.is_delete_file(feed.delete_file_prefix)]
-    in_delete_file = F.col(C.FILE).isin(delete_files) if delete_files else F.lit(False)
-    op: Column = F.lit("U")
+    the checks on op codes, as SQL (the op null for a null or unknown code)."""
+    errors: list[tuple[str, str]] = []
+    delete_files = [str(i + offset) for i, f in enumerate(files) if f.is_delete_file(feed.delete_file_prefix)]
+    in_delete_file = f"{quoted(C.FILE)} IN ({', '.join(delete_files)})" if delete_files else "FALSE"
+    op = "'U'"
     if feed.op_column:
-        raw_code = col(feed.op_column).cast("string")
-        code = F.lower(raw_code) if feed.op_codes_ignore_case else raw_code
+        raw_code = f"CAST({quoted(feed.op_column)} AS STRING)"
+        code = f"lower({raw_code})" if feed.op_codes_ignore_case else raw_code
 
-        def fold(codes: Sequence[str]) -> list[str]:
-            return [c.lower() for c in codes] if feed.op_codes_ignore_case else list(codes)
+        def among(codes: Sequence[str]) -> str:
+            folded = [c.lower() for c in codes] if feed.op_codes_ignore_case else list(codes)
+            return f"{code} IN ({', '.join(sql_string(c) for c in folded)})" if folded else "FALSE"
 
-        deletes, upserts, truncates = fold(feed.delete_codes), fold(feed.upsert_codes), fold(feed.truncate_codes)
-        ignores = fold(feed.ignore_codes)
-        op = F.when(code.isin(deletes), F.lit("D")).when(code.isin(truncates), F.lit("T"))
-        op = op.when(code.isin(ignores), F.lit("N"))
+        deletes, upserts, truncates, ignores = (
+            feed.delete_codes,
+            feed.upsert_codes,
+            feed.truncate_codes,
+            feed.ignore_codes,
+        )
+        branches = [(among(deletes), "'D'"), (among(truncates), "'T'"), (among(ignores), "'N'")]
         if upserts:
-            op = op.when(code.isin(upserts), F.lit("U"))
-            known = code.isin(*deletes, *upserts, *truncates, *ignores)
-            errors.append((code.isNotNull() & ~known, F.format_string("unknown op code '%s'", raw_code)))
+            branches.append((among(upserts), "'U'"))
+            known = among([*deletes, *upserts, *truncates, *ignores])
+            unknown = sql_string("unknown op code '%s'")
+            errors.append((f"{code} IS NOT NULL AND NOT {known}", f"format_string({unknown}, {raw_code})"))
         else:
-            op = op.when(code.isNotNull(), F.lit("U"))
-        errors.append((code.isNull() & ~in_delete_file, F.lit(f"null op code in column '{feed.op_column}'")))
-    return F.when(in_delete_file, F.lit("D")).otherwise(op), errors
+            branches.append((f"{code} IS NOT NULL", "'U'"))
+        op = "CASE " + " ".join(f"WHEN {c} THEN {v}" for c, v in branches) + " END"
+        message = sql_string(f"null op code in column '{feed.op_column}'")
+        errors.append((f"{code} IS NULL AND NOT {in_delete_file}", message))
+    return f"CASE WHEN {in_delete_file} THEN 'D' ELSE {op} END", errors
 
 
 def _kept(table: TableConfig, feed: FeedConfig | RecordsConfig, column: str) -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from lakemerge.columns import quoted
+from lakemerge.columns import quoted, sql_string
 from lakemerge.config.table import CURRENT, TableConfig
 from lakemerge.errors import ConfigError, TableError
 from lakemerge.results import Registered
@@ -89,7 +89,7 @@ def register(spark: SparkSession, table: TableConfig) -> Registered:
             )
     else:
         try:
-            spark.sql(f"CREATE TABLE {_quoted(name)} USING DELTA LOCATION '{_literal(location)}'")
+            spark.sql(f"CREATE TABLE {_quoted(name)} USING DELTA LOCATION {sql_string(location)}")
             created = True
         except AnalysisException as exc:
             if "already exists" not in str(exc).lower():  # a concurrent writer registered it first
@@ -130,7 +130,3 @@ def _qualified(spark: SparkSession, path: str) -> str:
 def _quoted(name: str) -> str:
     """A catalog name (``table`` or ``database.table``) as SQL names it."""
     return ".".join(quoted(part) for part in name.split("."))
-
-
-def _literal(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("'", "\\'")
