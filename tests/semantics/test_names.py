@@ -128,3 +128,37 @@ def test_names_that_need_column_mapping_reach_every_table_and_the_catalog(spark:
     assert read_table(t.path, [key, "new col"]) == [{key: 1, "new col": "n"}]
     assert read_table(t.tombstone_table, [key, seq]) == [{key: 2, seq: 2}]
     assert "new col" in table_columns(t.path)
+
+
+@SETTINGS
+@given(names=NAMES, code=st.text(_CHARS, min_size=1, max_size=4).filter(lambda c: c.strip() == c != "D"))
+def test_a_bad_record_s_reason_names_its_column_or_code_whatever_they_are(
+    spark: object, tmp_path_factory: Any, names: list[str], code: str
+) -> None:
+    root = tmp_path_factory.mktemp("names")
+    key, seq, op, _, _ = names
+    cases = [
+        ((1, "x'\\", "U", "a", "x"), f"cannot convert column '{seq}' value 'x'\\' to bigint"),
+        ((None, 1, "U", "a", "x"), f"null key column '{key}'"),
+        ((1, 1, code, "a", "x"), f"unknown op code '{code}'"),
+        ((1, 1, None, "a", "x"), f"null op code in column '{op}'"),
+    ]
+    for n, (row, reason) in enumerate(cases):
+        folder = land(root / "in" / f"b{n}", names, [row])
+        t = lakemerge.TableConfig(
+            name="t",
+            path=str(root / "table"),
+            key=(key,),
+            sequence=(seq,),
+            feed=lakemerge.FeedConfig(
+                location=(str(folder),),
+                format="csv",
+                header=True,
+                op_column=op,
+                upsert_codes=("U", "I"),
+                types={key: "int", seq: "bigint"},
+            ),
+        )
+        with pytest.raises(lakemerge.InputError) as raised:
+            lakemerge.apply_table(t, spark=spark)
+        assert reason in str(raised.value)

@@ -91,7 +91,8 @@ def normalize(
         if name in feed.types:  # (the schema's types were parsed with it)
             _check_type(spark, type_name, name)
         value, cast = quoted(name), f"try_cast({quoted(name)} AS {type_name})"
-        message = sql_string(f"cannot convert column '{name}' value '%s' to {type_name}")
+        named = name.replace("%", "%%")  # (the message is a format: a % in a name stands for itself)
+        message = sql_string(f"cannot convert column '{named}' value '%s' to {type_name}")
         errors.append((f"{value} IS NOT NULL AND {cast} IS NULL", f"format_string({message}, {value})"))
         casts[name] = cast
 
