@@ -175,7 +175,7 @@ def touched_batch(spark: SparkSession, path: str, *, vectors: bool = False) -> C
 
         changes = _deduped(spark, batch)
         columns = [c for c in changes.columns if c != "op"]
-        stored, snapshot = stats.read_snapshot(spark, path)
+        stored, snapshot, _ = stats.read_snapshot(spark, path)
         # A table without deletion vectors has no row index among its metadata columns.
         row = [F.col("_metadata.row_index").alias("_row")] if vectors else []
         keyed = stored.select(KEY, F.col("_metadata.file_path").alias("_file"), *row)
