@@ -140,6 +140,7 @@ def test_a_log_keeps_statistics_of_what_it_is_read_by_only(spark: Any) -> None:
     ).schema
     assert log.properties(table, schema) == {
         "delta.dataSkippingStatsColumns": "`k`, `odd ``name``, really`, `_lm_op`, `_lm_batch`",
+        "delta.checkpointInterval": "100",
         "delta.columnMapping.mode": "name",  # (a name Delta takes only with column mapping)
     }
 
@@ -481,6 +482,18 @@ def test_a_log_keyed_by_a_boolean_column_too_is_created_and_read(spark: Any, tmp
     assert [(r["k"], r["b"], r["a"]) for r in view(spark, table)] == [(1, True, "z")]
     configured = deltalake.DeltaTable(table.log_table).metadata().configuration
     assert configured["delta.dataSkippingStatsColumns"] == "`k`, `_lm_op`, `_lm_batch`"
+
+
+def test_a_log_is_checkpointed_every_hundredth_commit(spark: Any, tmp_path: Path) -> None:
+    """A change log gains a commit with every batch; Delta checkpoints it every hundredth, not every
+    tenth (the checkpoint is written inside the commit that reaches it), and the table keeps
+    Delta's default."""
+    table = config(tmp_path, "t")
+    drop(tmp_path, table, 0, BATCHES[0])
+    lakemerge.apply_table(table, spark=spark)
+    configured = deltalake.DeltaTable(table.log_table).metadata().configuration
+    assert configured["delta.checkpointInterval"] == "100"
+    assert "delta.checkpointInterval" not in deltalake.DeltaTable(table.path).metadata().configuration
 
 
 def _files_added(path: str) -> list[int]:
