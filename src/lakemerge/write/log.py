@@ -48,10 +48,8 @@ def properties(table: TableConfig, schema: StructType) -> dict[str, str]:
     of the write of a large batch (bench/RESULTS.md, "Log files and statistics"). A key column of a type
     Delta keeps no statistics for (boolean, binary) is left out, as Delta refuses it there; names
     are spelled as in ``schema``, each quoted. Names that need it get column mapping
-    (:func:`lakemerge.table.store.mapping_options`).
-
-    Delta checkpoints the log every :data:`CHECKPOINT_INTERVAL` commits, not every tenth: a checkpoint
-    is written inside the commit that reaches it, and rebuilds the log's whole state to do so."""
+    (:func:`lakemerge.table.store.mapping_options`). Delta checkpoints the log every
+    :data:`CHECKPOINT_INTERVAL` commits."""
     from pyspark.sql import types as T
 
     # (The types Delta collects statistics for: its SkippingEligibleDataType.)
