@@ -6,6 +6,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from lakemerge.spark.cache import persisted
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
@@ -17,12 +19,11 @@ class Cached:
         self.frames: list[DataFrame] = []
 
     def persist(self, frame: DataFrame) -> DataFrame:
-        """``frame``, persisted and kept for :meth:`release`."""
-        from pyspark import StorageLevel
-
-        kept = frame.persist(StorageLevel.MEMORY_AND_DISK)
+        """``frame``, persisted and kept for :meth:`release`: the frame to build on, whose plan is
+        the cached data (:func:`lakemerge.spark.cache.persisted`)."""
+        kept, leaf = persisted(frame)
         self.frames.append(kept)
-        return kept
+        return leaf
 
     def release(self) -> None:
         """Unpersist every frame."""
