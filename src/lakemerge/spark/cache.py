@@ -5,10 +5,9 @@ query's plan is compared fragment by fragment with every cached plan to find the
 batch's change records are parsed, checked and typed in projections of hundreds of expressions,
 then cached, and a few dozen transformations and two or three queries build on them: each paid
 for that plan again. :func:`persisted` gives back, besides the persisted frame, a frame whose plan
-is the cached data alone (Spark's in-memory relation), which costs nothing to analyse or match.
-A ``log`` micro-batch of a Kafka stream took about 5 % less time (bench/RESULTS.md, "Planning on
-cached records").
-"""
+is the cached data alone (Spark's in-memory relation): one leaf to analyse and match.
+``log`` micro-batches of Kafka-shaped records applied in one process took about 5 % less time
+(bench/RESULTS.md, "Planning on cached records")."""
 
 from __future__ import annotations
 
