@@ -41,7 +41,7 @@ from lakemerge.feeds import FeedFile
 from lakemerge.results import AppliedFile, BatchMetrics, BatchResult, IgnoredEntry
 from lakemerge.spark import tuning
 from lakemerge.spark.scoped import scoped_conf
-from lakemerge.table import ledger, tombstones
+from lakemerge.table import ledger, store, tombstones
 from lakemerge.table.prune import KeyRanges
 from lakemerge.write import scd2
 
@@ -170,16 +170,17 @@ def plan_batch(
         SchemaError: the feed's columns cannot be written to the table.
     """
     started, started_at, batch_id = time.monotonic(), int(time.time() * 1000), uuid.uuid4().hex
-    selection = select_frame(spark, table, frame) if frame is not None else select_files(spark, table, inputs)
-    return _planned(
-        table,
-        selection,
-        spark=spark,
-        inputs=inputs,
-        own_settings=own_settings,
-        counted=counted,
-        started=(started, started_at, batch_id),
-    )
+    with store.one_snapshot_each():
+        selection = select_frame(spark, table, frame) if frame is not None else select_files(spark, table, inputs)
+        return _planned(
+            table,
+            selection,
+            spark=spark,
+            inputs=inputs,
+            own_settings=own_settings,
+            counted=counted,
+            started=(started, started_at, batch_id),
+        )
 
 
 def _planned(

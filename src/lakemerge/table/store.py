@@ -3,6 +3,9 @@ of a fixed version, and the writes a batch commits (create, append, a record-onl
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from lakemerge.errors import TableError
@@ -46,7 +49,11 @@ def table_exists(spark: SparkSession, path: str) -> bool:
 
 
 def is_delta(spark: SparkSession, path: str) -> bool:
-    """Whether ``path`` holds a Delta table (``DeltaTable.isDeltaTable``, without py4j's lookups)."""
+    """Whether ``path`` holds a Delta table (``DeltaTable.isDeltaTable``, without py4j's lookups;
+    within :func:`one_snapshot_each`, a table found is not looked for again)."""
+    seen = _SNAPSHOTS.get()
+    if seen is not None and path in seen:
+        return True
     return bool(jclass(spark, "io.delta.tables.DeltaTable").isDeltaTable(spark._jsparkSession, path))
 
 
@@ -73,11 +80,36 @@ def _foreign_file(fs: Any, directory: Any) -> str | None:
 DELETION_VECTORS = "delta.enableDeletionVectors"
 
 
+#: The snapshots taken within :func:`one_snapshot_each`, by path (``None``: outside it).
+_SNAPSHOTS: ContextVar[dict[str, Any] | None] = ContextVar("lakemerge_snapshots", default=None)
+
+
+@contextmanager
+def one_snapshot_each() -> Iterator[None]:
+    """Within the block, :func:`latest_snapshot` brings each table up to date once and then gives
+    that snapshot again. A batch's planning reads the state of its table and log a dozen times
+    (its ledger, their sizes, their files' key statistics, the files to read), and each update
+    lists the table's Delta log: planned within this block, the batch sees one version of each
+    table throughout, and its commit (outside it) checks that version against the latest."""
+    token = _SNAPSHOTS.set({})
+    try:
+        yield
+    finally:
+        _SNAPSHOTS.reset(token)
+
+
 def latest_snapshot(spark: SparkSession, path: str) -> Any:
-    """The table's latest Delta snapshot (a JVM object), brought up to date."""
+    """The table's latest Delta snapshot (a JVM object), brought up to date (once for each path
+    within :func:`one_snapshot_each`)."""
+    taken = _SNAPSHOTS.get()
+    if taken is not None and path in taken:
+        return taken[path]
     delta_log = jclass(spark, DELTA_LOG).forTable(spark._jsparkSession, path)
     none = jclass(spark, "scala.Option").empty()
-    return delta_log.update(False, none, none)
+    snapshot = delta_log.update(False, none, none)
+    if taken is not None and int(snapshot.version()) >= 0:
+        taken[path] = snapshot
+    return snapshot
 
 
 def table_properties(spark: SparkSession, path: str) -> dict[str, str]:
