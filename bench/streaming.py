@@ -21,9 +21,10 @@ Three more peers are floors, not correct streams (their tables hold no comparabl
 least a stream that keeps every change as it comes, as ``log`` mode does, writes: no validation,
 ledger, collapse, sequence check or tombstones, and not exactly once); ``append_once`` the same
 under Delta's idempotent transaction identifier (``txnAppId``/``txnVersion``: exactly once as Delta's
-writer offers it); ``noop`` nothing but what the harness does for every peer (the micro-batch's
-oldest sending time and its count: one small job), which leaves the streaming engine's own cost of
-a micro-batch. ``--peers`` picks the peers (default: the four correct ones); ``--no-latency`` skips
+writer offers it); ``noop`` nothing, which leaves the streaming engine's own cost of a micro-batch.
+The harness itself runs a job in a micro-batch only in the latency run (its oldest message's sending
+time and its count, one small job for every peer); the throughput run counts a micro-batch's messages
+from the query's progress. ``--peers`` picks the peers (default: the four correct ones); ``--no-latency`` skips
 the latency runs.
 
 Every peer runs in a fresh process (``python -m bench.streaming --peer NAME ...``), with the same
@@ -40,12 +41,17 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from bench import data
 from bench.kafka import broker
+
+#: A micro-batch's (commit end, oldest message's sending, messages, micro-batch id).
+Timing = tuple[float, float, int, int]
+#: What the harness measures of a micro-batch before its peer applies it: (oldest sending, messages).
+Probe = Callable[[Any], tuple[float, int]]
 
 PEERS = ("lakemerge", "lakemerge_dv", "lakemerge_log", "hand_merge")
 #: Floors: what a stream costs with no correct handling of its changes (see the module).
@@ -195,13 +201,17 @@ def _peer(args: argparse.Namespace) -> int:
     subprocess.run(["rm", "-rf", str(root)], check=True)
     path = str(root / "orders")
     _create_delta(spark, args.source, path, "clustered", deletion_vectors=args.peer == "lakemerge_dv")
-    timings: list[tuple[float, float, int]] = []  # (commit end, oldest message's sending, rows), per micro-batch
+    # Per micro-batch: (its commit's end, its oldest message's sending, its messages, its id). The
+    # sending time and the count cost a job of their own, so only the latency run asks for them: the
+    # throughput run takes each micro-batch's count from the query's progress afterwards.
+    timings: list[Timing] = []
+    probe = _oldest_sent if args.latency else _unprobed
     if args.peer in FLOORS:
-        handler = _floor(args.peer, str(root / "appended"), timings)
+        handler = _floor(args.peer, str(root / "appended"), timings, probe)
     elif args.peer == "hand_merge":
-        handler = _hand_merge(path, timings)
+        handler = _hand_merge(path, timings, probe)
     else:
-        handler = _lakemerge(args.peer, path, timings)
+        handler = _lakemerge(args.peer, path, timings, probe)
     reader = spark.readStream.format("kafka").option("kafka.bootstrap.servers", args.bootstrap)
     reader = reader.option("subscribe", args.topic).option("startingOffsets", "earliest")
     if args.per_trigger:
@@ -210,14 +220,18 @@ def _peer(args: argparse.Namespace) -> int:
     if args.latency:
         result = _latency_run(spark, args, writer, timings)
     else:
+        spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
         started = time.time()  # (the micro-batches' commit ends are wall-clock times too)
-        writer.trigger(availableNow=True).start().awaitTermination()
+        query = writer.trigger(availableNow=True).start()
+        query.awaitTermination()
         elapsed = time.time() - started
+        counts = {p.batchId: _offsets_read(p) for p in query.recentProgress}
+        timings = [(end, sent, counts[epoch], epoch) for end, sent, _, epoch in timings]
         result = {"seconds": round(elapsed, 3), "micro_batches": len(timings)}
         if len(timings) > 1:
             first_end = timings[0][0]
             result["first_batch_seconds"] = round(first_end - started, 3)
-            rest = sum(rows for _, _, rows in timings[1:])
+            rest = sum(rows for _, _, rows, _ in timings[1:])
             result["steady_per_second"] = round(rest / (timings[-1][0] - first_end))
     if args.peer not in FLOORS:
         result["checksum"] = spark_checksum(spark, args.peer, path)
@@ -225,9 +239,7 @@ def _peer(args: argparse.Namespace) -> int:
     return 0
 
 
-def _latency_run(
-    spark: Any, args: argparse.Namespace, writer: Any, timings: list[tuple[float, float, int]]
-) -> dict[str, Any]:
+def _latency_run(spark: Any, args: argparse.Namespace, writer: Any, timings: list[Timing]) -> dict[str, Any]:
     """Produce ``--rate`` messages a second for ``--seconds`` seconds while the peer streams with a
     1-second trigger; each micro-batch's latency, from its oldest message's sending to its commit."""
     from pyspark.sql import Window
@@ -255,11 +267,11 @@ def _latency_run(
         time.sleep(max(0.0, 1.0 - (time.time() * 1000 - now_ms) / 1000))
     sent = tick * args.rate
     deadline = time.monotonic() + 120
-    while sum(rows for _, _, rows in timings) < sent and time.monotonic() < deadline:
+    while sum(rows for _, _, rows, _ in timings) < sent and time.monotonic() < deadline:
         time.sleep(0.5)
     query.stop()
-    latencies = sorted(end - sent_at for end, sent_at, _ in timings if sent_at > 0)
-    applied = sum(rows for _, _, rows in timings)
+    latencies = sorted(end - sent_at for end, sent_at, _, _ in timings if sent_at > 0)
+    applied = sum(rows for _, _, rows, _ in timings)
     if not latencies:
         return {"micro_batches": 0, "sent": sent, "applied": applied}
     return {
@@ -285,7 +297,24 @@ def _oldest_sent(frame: Any) -> tuple[float, int]:
     return float(found[0] or 0) / 1000.0, int(found[1])
 
 
-def _lakemerge(peer: str, path: str, timings: list[tuple[float, float, int]]) -> Any:
+def _offsets_read(progress: Any) -> int:
+    """The messages a micro-batch read, from its progress's Kafka offsets (whether or not its peer
+    read them: Spark's own input count is of the rows a plan read, none for ``noop``)."""
+    (source,) = json.loads(progress.json)["sources"]
+    start, end = source["startOffset"] or {}, source["endOffset"]
+    return sum(
+        int(offset) - int(start.get(topic, {}).get(partition, 0))
+        for topic, partitions in end.items()
+        for partition, offset in partitions.items()
+    )
+
+
+def _unprobed(frame: Any) -> tuple[float, int]:
+    """No job: the throughput run counts a micro-batch's messages from the query's progress."""
+    return 0.0, 0
+
+
+def _lakemerge(peer: str, path: str, timings: list[Timing], probe: Probe) -> Any:
     from bench.peers import lakemerge_table
     from lakemerge import api
     from lakemerge.config.records import RecordsConfig
@@ -297,23 +326,23 @@ def _lakemerge(peer: str, path: str, timings: list[tuple[float, float, int]]) ->
     )
 
     def handler(frame: Any, epoch: int) -> None:
-        sent, rows = _oldest_sent(frame)
+        sent, rows = probe(frame)
         api.apply_changes(
             table, frame, source="bench-stream", batch_id=epoch, records=records, spark=frame.sparkSession
         )
-        timings.append((time.time(), sent, rows))
+        timings.append((time.time(), sent, rows, epoch))
 
     return handler
 
 
-def _hand_merge(path: str, timings: list[tuple[float, float, int]]) -> Any:
+def _hand_merge(path: str, timings: list[Timing], probe: Probe) -> Any:
     """What teams write by hand: parse, dedupe to the latest sequence per key, one Delta MERGE."""
     from delta.tables import DeltaTable
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     def handler(frame: Any, epoch: int) -> None:
-        sent, count = _oldest_sent(frame)
+        sent, count = probe(frame)
         spark = frame.sparkSession
         rows = frame.select(F.from_json(F.col("value").cast("string"), SCHEMA).alias("r")).select("r.*").drop("sent_ms")
         latest = Window.partitionBy(data.KEY).orderBy(F.col("seq").desc())
@@ -329,22 +358,22 @@ def _hand_merge(path: str, timings: list[tuple[float, float, int]]) -> Any:
             .whenNotMatchedInsert(condition="s.op = 'U'", values=values)
             .execute()
         )
-        timings.append((time.time(), sent, count))
+        timings.append((time.time(), sent, count, epoch))
 
     return handler
 
 
-def _floor(peer: str, path: str, timings: list[tuple[float, float, int]]) -> Any:
+def _floor(peer: str, path: str, timings: list[Timing], probe: Probe) -> Any:
     """The floors' handlers (see the module)."""
     from pyspark.sql import functions as F
 
     def handler(frame: Any, epoch: int) -> None:
-        sent, rows = _oldest_sent(frame)
+        sent, rows = probe(frame)
         if peer != "noop":
             parsed = frame.select(F.from_json(F.col("value").cast("string"), SCHEMA).alias("r")).select("r.*")
             once = {"txnAppId": "bench-floor", "txnVersion": str(epoch)} if peer == "append_once" else {}
             parsed.drop("sent_ms").write.format("delta").mode("append").options(**once).save(path)
-        timings.append((time.time(), sent, rows))
+        timings.append((time.time(), sent, rows, epoch))
 
     return handler
 
