@@ -16,7 +16,7 @@ from lakemerge.batch.stored import Stored, Truncate
 from lakemerge.changes import collapse
 from lakemerge.columns import col
 from lakemerge.config import TableConfig
-from lakemerge.table import logview, prune, store
+from lakemerge.table import kept, logview, prune, store
 from lakemerge.table.prune import KeyRanges, key_ranges
 from lakemerge.table.tombstones import Tombstones
 from lakemerge.write import scd2
@@ -89,7 +89,7 @@ def classify_batch(
     if not reach.whole and truncate.before is None and not reach.early:
         files = batch_ranges.stored_files(spark, table)
         ranges = batch_ranges.paying(files, key_ranges(valid, table.key, span=prune.span_of(files)))
-    candidates, tombstones = _candidates(spark, table, valid, stored, tombstones, ranges=ranges)
+    candidates, tombstones = _candidates(spark, table, valid, stored, tombstones, ranges=ranges, compare=reach.compare)
     classified = classify(
         latest,
         candidates,
@@ -119,6 +119,7 @@ def _candidates(
     tombstones: Tombstones,
     *,
     ranges: KeyRanges | None,
+    compare: tuple[str, ...],
 ) -> tuple[DataFrame | None, Tombstones]:
     """The stored rows a batch's changes are classified against, and the tombstones to honour.
 
@@ -129,12 +130,20 @@ def _candidates(
     the rows were read from the files within the ranges alone (a table's, or the sides of a ``log``
     batch's own keys): the filter's literals would make new code for Spark to compile every batch,
     and each change finds its key's row by the key. Both sides filtered alike, or neither, their
-    semi-joins on the batch's keys share one broadcast of those keys."""
+    semi-joins on the batch's keys share one broadcast of those keys.
+
+    The sides of a ``log`` batch's own keys are read for the columns classification compares
+    alone; a whole table side (not cut down to the files within the batch's key ranges) is read
+    from memory where the process keeps it (:mod:`lakemerge.table.kept`)."""
 
     candidates = stored.rows
     if stored.of_keys:
         keys = valid.select(*[col(k) for k in table.key])
-        candidates = logview.newest_of_keys(spark, table, keys=keys, sides=stored.sides)
+        columns = (*table.key, *table.sequence_columns, *table.partition_by, *compare)
+        sides = logview.narrowed(table, stored.sides, columns)
+        if table.path in sides and not stored.within:
+            sides[table.path] = kept.table_side(spark, table.path, sides[table.path])
+        candidates = logview.newest_of_keys(spark, table, keys=keys, sides=sides)
     elif table.log_mode and table.tombstones and stored.rows is not None:
         tombstones = tombstones.adding(logview.tombstones(spark, table))
     read_within = stored.within and (stored.of_keys or not table.log_mode)

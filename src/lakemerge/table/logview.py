@@ -17,6 +17,7 @@ its rows and its tombstones. Compaction moves them to the tombstone table before
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from lakemerge import columns as C
@@ -149,6 +150,18 @@ def newest_of_keys(
     key's stored row's and newest tombstone's; and while the key's newest row is an upsert, no
     tombstone of it is looked at."""
     return merged(table, read_sides(spark, table) if sides is None else sides, keys=keys, deletes=True)
+
+
+def narrowed(table: TableConfig, sides: dict[str, DataFrame], columns: Sequence[str]) -> dict[str, DataFrame]:
+    """``sides`` (:func:`read_sides`) with only those of ``columns`` each holds (the log keeps its
+    operation and batch columns too): the view over them holds those columns alone, so that a
+    reader of any other fails instead of finding it null."""
+    narrow: dict[str, DataFrame] = {}
+    for path, frame in sides.items():
+        extra = (LOG_OP, LOG_BATCH) if path == table.log_table else ()
+        present = set(frame.columns)
+        narrow[path] = frame.select(*[col(c) for c in dict.fromkeys((*columns, *extra)) if c in present])
+    return narrow
 
 
 def read_sides(

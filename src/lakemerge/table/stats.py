@@ -235,6 +235,23 @@ def _files_within(
     return files if len(kept) == len(listed) else scala_seq(spark, kept)
 
 
+def listed_rows(snapshot: Any) -> int | None:
+    """The rows of ``snapshot``'s version, from the statistics of the files its checksum lists (no
+    Spark job); ``None`` when it lists none or a file's statistics do not count its rows."""
+    files = listed_files(snapshot) if snapshot.version() >= 0 else None
+    if files is None:
+        return None
+    rows = 0
+    each = files.iterator()
+    while each.hasNext():
+        found = each.next().stats()
+        counted = json.loads(str(found)).get("numRecords") if found is not None else None
+        if not isinstance(counted, int):
+            return None
+        rows += counted
+    return rows
+
+
 def listed_files(snapshot: Any) -> Any | None:
     """The data files (a Scala sequence of Delta's ``AddFile``) of ``snapshot``'s version as its
     checksum lists them; ``None`` when it lists none (no checksum, more files than Delta lists, a
