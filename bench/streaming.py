@@ -254,7 +254,7 @@ def _latency_run(spark: Any, args: argparse.Namespace, writer: Any, timings: lis
     rows.count()
     stop = time.monotonic() + args.seconds
     tick = 0
-    while time.monotonic() < stop:
+    while time.monotonic() < stop and tick < args.seconds:  # (never more ticks than the rows hold)
         now_ms = int(time.time() * 1000)
         frame = rows.filter(F.col("tick") == tick).drop("tick")
         frame = frame.withColumn("seq", F.lit(tick + 1).cast("bigint")).withColumn("op", F.lit("U"))
