@@ -71,7 +71,7 @@ def table_side(spark: SparkSession, path: str, frame: DataFrame) -> DataFrame:
     session = spark._jsparkSession
     with _lock:
         found = _kept.get(path)
-        if found is not None and found.version == version and found.session.equals(session):
+        if found is not None and found.version == version and _same(found.session, session):
             _kept.move_to_end(path)
             if found.leaf is None:
                 found.persisted, found.leaf = persisted(frame)
@@ -89,6 +89,13 @@ def release_all() -> None:
     with _lock:
         while _kept:
             _release(_kept.popitem()[1])
+
+
+def _same(kept: Any, session: Any) -> bool:
+    try:
+        return bool(kept.equals(session))
+    except Exception:  # a session of a JVM that has gone
+        return False
 
 
 def _release(kept: _Kept) -> None:
