@@ -238,18 +238,12 @@ def _files_within(
 def listed_rows(snapshot: Any) -> int | None:
     """The rows of ``snapshot``'s version, from the statistics of the files its checksum lists (no
     Spark job); ``None`` when it lists none or a file's statistics do not count its rows."""
-    files = listed_files(snapshot) if snapshot.version() >= 0 else None
-    if files is None:
+    listed = _checksum_files(snapshot) if snapshot.version() >= 0 else None
+    if listed is None:
         return None
-    rows = 0
-    each = files.iterator()
-    while each.hasNext():
-        found = each.next().stats()
-        counted = json.loads(str(found)).get("numRecords") if found is not None else None
-        if not isinstance(counted, int):
-            return None
-        rows += counted
-    return rows
+    counted = [json.loads(stats).get("numRecords") if stats is not None else None for _, _, stats in listed]
+    rows = [n for n in counted if isinstance(n, int)]
+    return sum(rows) if len(rows) == len(counted) else None
 
 
 def listed_files(snapshot: Any) -> Any | None:
