@@ -38,7 +38,13 @@ MAX_KEPT_BYTES = 256 << 20
 #: How many tables a process keeps at once.
 MAX_KEPT_TABLES = 4
 
-_FIXED_WIDTHS = {"byte": 1, "short": 2, "integer": 4, "date": 4, "float": 4, "boolean": 1}
+#: Bytes a value of each fixed-width type takes, by Spark's type name.
+_FIXED_WIDTHS = {
+    **dict.fromkeys(("byte", "boolean"), 1),
+    "short": 2,
+    **dict.fromkeys(("integer", "date", "float"), 4),
+    **dict.fromkeys(("long", "double", "timestamp", "timestamp_ntz"), 8),
+}
 _OTHER_WIDTH = 32  # strings, binaries, decimals and nested values: a guess on the safe side
 
 
@@ -106,9 +112,4 @@ def _release(kept: _Kept) -> None:
 
 
 def _row_width(schema: StructType) -> int:
-    return sum(
-        8
-        if f.dataType.typeName() in ("long", "double", "timestamp", "timestamp_ntz")
-        else _FIXED_WIDTHS.get(f.dataType.typeName(), _OTHER_WIDTH)
-        for f in schema.fields
-    )
+    return sum(_FIXED_WIDTHS.get(f.dataType.typeName(), _OTHER_WIDTH) for f in schema.fields)
