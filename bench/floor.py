@@ -26,6 +26,18 @@ The modes:
   read, their rows of the batch's keys replaced by the batch's upserts (deletes dropped), the inserts written
   beside them, and the files swapped in one Delta transaction on the version read (:mod:`lakemerge.table.direct`).
   No sequence check against the stored row (a late change is applied), no tombstones, no ledger, no counts.
+- ``rules``: ``touched`` with every rule lakemerge's default mode keeps, written plainly with Spark and Delta, each
+  the cheapest way lakemerge's measurements found: each change classified against its key's stored sequence
+  (older ones are late: skipped and counted), and against its key's newest tombstone when the batch holds a change
+  older than the newest one (a Delta table beside the table; the newest sequence is kept in the process, the
+  batch's oldest read from its Parquet footer, so a batch newer than every tombstone reads none); the outcomes
+  counted and the touched files found in the job that caches the classification; the batch's deletes appended to
+  the tombstones (with a transaction identifier of their own) in a thread beside the write, committed before the
+  table's commit; the rows the rewrite drops counted as it runs and checked against the counts before the commit;
+  one commit with the batch number as its transaction identifier; the settings lakemerge gives a small batch (no
+  adaptive execution, shuffle partitions sized from its rows). No validation of the records, no history of
+  applied files (the transaction identifier alone makes it exactly once, for this one writer) and no key ranges:
+  the least correct copy-on-write batch we know how to write by hand.
 - ``touched_dv``: the same on a table with deletion vectors: the new rows written, the old rows marked in
   deletion vectors from their row indexes; nothing of the table read but its key column.
 - ``log``, ``cow`` and ``dv``: lakemerge's ``apply_table`` in ``write_mode = "log"``, ``"copy_on_write"`` and
@@ -70,6 +82,7 @@ MODES = (
     "lookup",
     "kept",
     "touched",
+    "rules",
     "touched_dv",
     "log",
     "cow",
@@ -202,6 +215,118 @@ def touched_batch(spark: SparkSession, path: str, *, vectors: bool = False) -> C
     return apply
 
 
+def rules_batch(spark: SparkSession, path: str, graves: str) -> Callable[[str], None]:
+    """The ``rules`` mode (see the module): tombstones go to the Delta table at ``graves``."""
+    import threading
+
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    from lakemerge.spark import tuning
+    from lakemerge.spark.scoped import scoped_conf
+    from lakemerge.table import direct, ledger, stats
+
+    newest_grave: list[int] = []  # the newest tombstone's sequence (this process is the only writer)
+
+    def apply(batch: str) -> None:
+        import pyarrow.parquet as pq
+
+        rows = pq.ParquetFile(batch).metadata.num_rows
+        with scoped_conf(spark, tuning.small_batch_settings(spark, rows)):
+            settled(batch)
+
+    def settled(batch: str) -> None:
+        from bench.peers import _deduped
+
+        changes = _deduped(spark, batch)
+        columns = [c for c in changes.columns if c != "op"]
+        stored, snapshot, _ = stats.read_snapshot(spark, path)
+        # (the keys of the records as read: duplicates do no harm to a semi-join)
+        keys = F.broadcast(spark.read.parquet(batch).select(KEY))
+        found = stored.select(KEY, F.col("seq").alias("_t_seq"), F.col("_metadata.file_path").alias("_file"))
+        found = found.join(keys, KEY, "left_semi")
+        joined = changes.join(F.broadcast(found), KEY, "left")
+        late = F.col("seq") < F.col("_t_seq")
+        if newest_grave and sequence_bounds(batch)[0] < newest_grave[0]:
+            tombs = spark.read.format("delta").load(graves).join(keys, KEY, "left_semi")
+            newest = tombs.groupBy(KEY).agg(F.max("seq").alias("_g_seq"))
+            joined = joined.join(F.broadcast(newest), KEY, "left")
+            late = late | (F.col("_t_seq").isNull() & (F.col("seq") < F.col("_g_seq")))
+        outcome = (
+            F.when(F.coalesce(late, F.lit(False)), "late")
+            .when(F.col("_t_seq").isNull() & (F.col("op") == "D"), "absent")
+            .when(F.col("_t_seq").isNull(), "insert")
+            .when(F.col("op") == "D", "delete")
+            .otherwise("update")
+        )
+        classified = joined.withColumn("_outcome", outcome).persist()
+        replaced = F.col("_outcome").isin("update", "delete")
+        counted = classified.groupBy("_outcome").agg(
+            F.count(F.lit(1)).alias("n"), F.collect_set(F.when(replaced, F.col("_file"))).alias("files")
+        )
+        counts: dict[str, int] = {}
+        files: set[str] = set()
+        for row in counted.collect():
+            counts[row["_outcome"]] = row["n"]
+            files.update(row["files"])
+        number = ledger.txn_version(spark, path) + 1
+        opened = direct.open_on(spark, snapshot, sorted(files), app_id=ledger.TXN_APP_ID, txn_version=number)
+        assert opened is not None
+        failed: list[BaseException] = []
+        graves_written = _in_thread(lambda: _append_graves(spark, classified, graves, number), failed)
+        drop = classified.filter(replaced).select(F.col(KEY).alias("_k"), F.lit(True).alias("_drop"))
+        read = opened.read_touched().join(F.broadcast(drop), F.col(KEY) == F.col("_k"), "left")
+        seen = Observation("rules")
+        read = read.observe(seen, F.count_if(F.col("_drop").isNotNull()).alias("dropped"))
+        kept = read.filter(F.col("_drop").isNull()).select(*columns)
+        fresh = classified.filter(F.col("_outcome").isin("insert", "update")).select(*columns)
+        opened.write(kept.unionByName(fresh))
+        opened.remove_touched()
+        graves_written.join()
+        if failed:
+            raise failed[0]
+        expected = counts.get("update", 0) + counts.get("delete", 0)
+        if seen.get["dropped"] != expected:
+            raise RuntimeError(f"the rewrite dropped {seen.get['dropped']} rows where the batch counted {expected}")
+        opened.commit(app_id=ledger.TXN_APP_ID, txn_version=number, metrics={"operationNumSourceRows": 0}, record="{}")
+        if counts.get("delete", 0) + counts.get("absent", 0):
+            newest_grave[:] = [max([*newest_grave, sequence_bounds(batch)[1]])]
+        classified.unpersist()
+
+    def _in_thread(work: Callable[[], None], failed: list[BaseException]) -> threading.Thread:
+        def run() -> None:
+            try:
+                work()
+            except BaseException as error:  # (raised by the batch once it joins the thread)
+                failed.append(error)
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        return thread
+
+    return apply
+
+
+def _append_graves(spark: SparkSession, classified: DataFrame, graves: str, number: int) -> None:
+    """Append the batch's deletes (applied, or of absent keys) to the tombstone table at ``graves``,
+    once per batch ``number`` (Delta's transaction identifier for the writer)."""
+    from pyspark.sql import functions as F
+
+    deletes = classified.filter((F.col("op") == "D") & F.col("_outcome").isin("delete", "absent"))
+    writer = deletes.select(KEY, "seq").coalesce(1).write.format("delta").mode("append")
+    writer.option("txnAppId", "floor-rules").option("txnVersion", number).save(graves)
+
+
+def sequence_bounds(batch: str) -> tuple[int, int]:
+    """The smallest and largest ``seq`` of a Parquet file, from its footer's statistics."""
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+    meta = pq.ParquetFile(batch).metadata
+    column = meta.schema.names.index("seq")
+    found = [meta.row_group(i).column(column).statistics for i in range(meta.num_row_groups)]
+    return min(f.min for f in found), max(f.max for f in found)
+
+
 def key_bounds(batch: str) -> tuple[int, int] | None:
     """The smallest and largest key of a Parquet file, from its footer's statistics (``None`` when a
     row group has none: the batch is then read unpruned)."""
@@ -234,6 +359,7 @@ def run_one(mode: str, count: int, kind: str, sf: float, prune: bool = False) ->
         "lookup": lambda: lookup_batch(spark, path, target, prune=prune),
         "kept": lambda: kept_batch(spark, path, target),
         "touched": lambda: touched_batch(spark, path),
+        "rules": lambda: rules_batch(spark, path, target),
         "touched_dv": lambda: touched_batch(spark, path, vectors=True),
         "log": lambda: peers.lakemerge_batch(spark, path, "clustered", "log", batches[0]),
         "cow": lambda: peers.lakemerge_batch(spark, path, "clustered", "copy_on_write", batches[0]),

@@ -101,3 +101,33 @@ def test_the_library_is_named_relative_to_the_checkout() -> None:
     inside = os.path.join(floor.HARNESS, "src", "lakemerge")
     assert floor._shown(inside) == os.path.join("src", "lakemerge")
     assert floor._shown("/elsewhere/lakemerge") == "/elsewhere/lakemerge"
+
+
+def test_rules_applies_sequences_late_changes_and_tombstones(spark: object, tmp_path: Path) -> None:
+    from pyspark.sql import SparkSession
+
+    assert isinstance(spark, SparkSession)
+    table, graves = str(tmp_path / "t"), str(tmp_path / "graves")
+    stored = [(1, 5, "a"), (2, 7, "b"), (3, 9, "c")]
+    spark.createDataFrame(stored, "o_orderkey long, seq long, v string").write.format("delta").save(table)
+
+    def batch(name: str, changes: list[tuple[int, int, str | None, str]]) -> str:
+        path = str(tmp_path / f"{name}.parquet")
+        keys, seqs, values, ops = map(list, zip(*changes, strict=True))
+        pq.write_table(pa.table({"o_orderkey": keys, "seq": seqs, "v": pa.array(values, pa.string()), "op": ops}), path)
+        return path
+
+    apply = floor.rules_batch(spark, table, graves)
+    # Key 1 updated; key 2's change older than its stored row (late); key 3 deleted; key 9's delete
+    # finds no row (a tombstone all the same); key 4 inserted.
+    apply(batch("b1", [(1, 6, "a1", "U"), (2, 3, "b1", "U"), (3, 10, None, "D"), (9, 1, None, "D"), (4, 1, "d", "U")]))
+    # Key 3's change is older than its tombstone (late); key 9's is newer than its own (inserted);
+    # key 1's is older than the first batch's update (late); key 5's newest change wins.
+    apply(batch("b2", [(3, 8, "c2", "U"), (9, 2, "y", "U"), (1, 4, "old", "U"), (5, 3, "e", "U"), (5, 4, "e2", "U")]))
+    rows = sorted((r["o_orderkey"], r["seq"], r["v"]) for r in DeltaTable(table).to_pyarrow_table().to_pylist())
+    assert rows == [(1, 6, "a1"), (2, 7, "b"), (4, 1, "d"), (5, 4, "e2"), (9, 2, "y")]
+    tombstones = sorted((r["o_orderkey"], r["seq"]) for r in DeltaTable(graves).to_pyarrow_table().to_pylist())
+    assert tombstones == [(3, 10), (9, 1)]
+    assert floor.sequence_bounds(str(tmp_path / "b2.parquet")) == (2, 8)
+    # Each batch committed once, under the table's transaction identifier (its batch number).
+    assert DeltaTable(table).version() == 2
