@@ -35,11 +35,13 @@ The modes:
   the tombstones (with a transaction identifier of their own) in a thread beside the write, committed before the
   table's commit; the rows the rewrite drops counted as it runs and checked against the counts before the commit;
   one commit with the batch number as its transaction identifier; the settings lakemerge gives a small batch (no
-  adaptive execution, shuffle partitions sized from its rows). No validation of the records, no history of
+  adaptive execution, shuffle partitions sized from its rows; a batch of over a million changes keeps the
+  session's and joins its keys' stored rows by a shuffle, as lakemerge does). No validation of the records, no history of
   applied files (the transaction identifier alone makes it exactly once, for this one writer) and no key ranges:
   the least correct copy-on-write batch we know how to write by hand.
 - ``touched_dv``: the same on a table with deletion vectors: the new rows written, the old rows marked in
   deletion vectors from their row indexes; nothing of the table read but its key column.
+- ``rules_dv``: ``rules`` on a table with deletion vectors, written as ``touched_dv`` writes.
 - ``log``, ``cow`` and ``dv``: lakemerge's ``apply_table`` in ``write_mode = "log"``, ``"copy_on_write"`` and
   ``"deletion_vectors"``, as the harness's ``lakemerge_log``, ``lakemerge`` and ``lakemerge_dv``.
 - ``cow_nt`` and ``dv_nt``: ``cow`` and ``dv`` on a table configured with ``tombstones = false``: no tombstone
@@ -84,6 +86,7 @@ MODES = (
     "touched",
     "rules",
     "touched_dv",
+    "rules_dv",
     "log",
     "cow",
     "cow_nt",
@@ -94,7 +97,7 @@ MODES = (
     "rewrite",
 )
 #: The modes whose table is created with deletion vectors.
-VECTORS = ("touched_dv", "dv", "dv_nt", "hand_dv")
+VECTORS = ("touched_dv", "rules_dv", "dv", "dv_nt", "hand_dv")
 #: The modes each mode is compared with, when they ran.
 REFERENCES = ("hand", "hand_dv", "rewrite")
 HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -215,13 +218,15 @@ def touched_batch(spark: SparkSession, path: str, *, vectors: bool = False) -> C
     return apply
 
 
-def rules_batch(spark: SparkSession, path: str, graves: str) -> Callable[[str], None]:
-    """The ``rules`` mode (see the module): tombstones go to the Delta table at ``graves``."""
+def rules_batch(spark: SparkSession, path: str, graves: str, *, vectors: bool = False) -> Callable[[str], None]:
+    """The ``rules`` (``vectors``: ``rules_dv``) mode (see the module): tombstones go to the Delta
+    table at ``graves``."""
     import threading
 
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
+    from lakemerge.batch.plan import BROADCAST_ROWS
     from lakemerge.spark import tuning
     from lakemerge.spark.scoped import scoped_conf
     from lakemerge.table import direct, ledger, stats
@@ -232,10 +237,11 @@ def rules_batch(spark: SparkSession, path: str, graves: str) -> Callable[[str], 
         import pyarrow.parquet as pq
 
         rows = pq.ParquetFile(batch).metadata.num_rows
-        with scoped_conf(spark, tuning.small_batch_settings(spark, rows)):
-            settled(batch)
+        small = rows <= BROADCAST_ROWS
+        with scoped_conf(spark, tuning.small_batch_settings(spark, rows) if small else {}):
+            settled(batch, small)
 
-    def settled(batch: str) -> None:
+    def settled(batch: str, small: bool) -> None:
         from bench.peers import _deduped
 
         changes = _deduped(spark, batch)
@@ -243,9 +249,11 @@ def rules_batch(spark: SparkSession, path: str, graves: str) -> Callable[[str], 
         stored, snapshot, _ = stats.read_snapshot(spark, path)
         # (the keys of the records as read: duplicates do no harm to a semi-join)
         keys = F.broadcast(spark.read.parquet(batch).select(KEY))
-        found = stored.select(KEY, F.col("seq").alias("_t_seq"), F.col("_metadata.file_path").alias("_file"))
+        row = [F.col("_metadata.row_index").alias("_row")] if vectors else []
+        found = stored.select(KEY, F.col("seq").alias("_t_seq"), F.col("_metadata.file_path").alias("_file"), *row)
         found = found.join(keys, KEY, "left_semi")
-        joined = changes.join(F.broadcast(found), KEY, "left")
+        # (a larger batch joins its keys' stored rows by a shuffle of those rows, as lakemerge does)
+        joined = changes.join(F.broadcast(found) if small else found, KEY, "left")
         late = F.col("seq") < F.col("_t_seq")
         if newest_grave and sequence_bounds(batch)[0] < newest_grave[0]:
             tombs = spark.read.format("delta").load(graves).join(keys, KEY, "left_semi")
@@ -274,20 +282,25 @@ def rules_batch(spark: SparkSession, path: str, graves: str) -> Callable[[str], 
         assert opened is not None
         failed: list[BaseException] = []
         graves_written = _in_thread(lambda: _append_graves(spark, classified, graves, number), failed)
-        drop = classified.filter(replaced).select(F.col(KEY).alias("_k"), F.lit(True).alias("_drop"))
-        read = opened.read_touched().join(F.broadcast(drop), F.col(KEY) == F.col("_k"), "left")
-        seen = Observation("rules")
-        read = read.observe(seen, F.count_if(F.col("_drop").isNotNull()).alias("dropped"))
-        kept = read.filter(F.col("_drop").isNull()).select(*columns)
         fresh = classified.filter(F.col("_outcome").isin("insert", "update")).select(*columns)
-        opened.write(kept.unionByName(fresh))
-        opened.remove_touched()
+        if vectors:
+            opened.write(fresh)
+            marked = opened.mark_rows(classified.filter(replaced), file=F.col("_file"), row=F.col("_row"))
+            dropped = marked.get("numModifiedRows", 0)
+        else:
+            drop = classified.filter(replaced).select(F.col(KEY).alias("_k"), F.lit(True).alias("_drop"))
+            read = opened.read_touched().join(F.broadcast(drop), F.col(KEY) == F.col("_k"), "left")
+            seen = Observation("rules")
+            read = read.observe(seen, F.count_if(F.col("_drop").isNotNull()).alias("dropped"))
+            opened.write(read.filter(F.col("_drop").isNull()).select(*columns).unionByName(fresh))
+            opened.remove_touched()
+            dropped = seen.get["dropped"]
         graves_written.join()
         if failed:
             raise failed[0]
         expected = counts.get("update", 0) + counts.get("delete", 0)
-        if seen.get["dropped"] != expected:
-            raise RuntimeError(f"the rewrite dropped {seen.get['dropped']} rows where the batch counted {expected}")
+        if dropped != expected:
+            raise RuntimeError(f"the write replaced {dropped} rows where the batch counted {expected}")
         opened.commit(app_id=ledger.TXN_APP_ID, txn_version=number, metrics={"operationNumSourceRows": 0}, record="{}")
         if counts.get("delete", 0) + counts.get("absent", 0):
             newest_grave[:] = [max([*newest_grave, sequence_bounds(batch)[1]])]
@@ -361,6 +374,7 @@ def run_one(mode: str, count: int, kind: str, sf: float, prune: bool = False) ->
         "touched": lambda: touched_batch(spark, path),
         "rules": lambda: rules_batch(spark, path, target),
         "touched_dv": lambda: touched_batch(spark, path, vectors=True),
+        "rules_dv": lambda: rules_batch(spark, path, target, vectors=True),
         "log": lambda: peers.lakemerge_batch(spark, path, "clustered", "log", batches[0]),
         "cow": lambda: peers.lakemerge_batch(spark, path, "clustered", "copy_on_write", batches[0]),
         "dv": lambda: peers.lakemerge_batch(spark, path, "clustered", "deletion_vectors", batches[0]),
