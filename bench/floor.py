@@ -36,9 +36,9 @@ The modes:
   table's commit; the rows the rewrite drops counted as it runs and checked against the counts before the commit;
   one commit with the batch number as its transaction identifier; the settings lakemerge gives a small batch (no
   adaptive execution, shuffle partitions sized from its rows; a batch of over a million changes keeps the
-  session's and joins its keys' stored rows by a shuffle, as lakemerge does). No validation of the records, no history of
-  applied files (the transaction identifier alone makes it exactly once, for this one writer) and no key ranges:
-  the least correct copy-on-write batch we know how to write by hand.
+  session's and joins its keys' stored rows by a shuffle, as lakemerge does). No validation of the records, no
+  history of applied files (the transaction identifier alone makes it exactly once, for this one writer) and no
+  key ranges: the least correct copy-on-write batch we know how to write by hand.
 - ``touched_dv``: the same on a table with deletion vectors: the new rows written, the old rows marked in
   deletion vectors from their row indexes; nothing of the table read but its key column.
 - ``rules_dv``: ``rules`` on a table with deletion vectors, written as ``touched_dv`` writes.

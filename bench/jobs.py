@@ -4,7 +4,8 @@
 Creates the harness's table (``LAYOUT``: clustered, random or date; default clustered) from
 ``/tmp/lakemerge-bench/sfSF`` (``SF`` default 1; run ``python -m bench`` once to generate it), applies ``COUNT``
 (default 8) batches named ``BATCHES`` (default ``uniform-0.1``) in ``MODE`` (default ``log``; ``hand`` and
-``hand_dv`` for the hand-written MERGE, on a table without and with deletion vectors), and
+``hand_dv`` for the hand-written MERGE, on a table without and with deletion vectors; ``rules`` and ``rules_dv``
+for the floor's batch of those names, ``python -m bench.floor``), and
 prints each batch's time (and the driver JVM's time compiling and collecting garbage during it, and
 the classes it loaded: Spark's generated code, code first used in that batch, the JDK's reflection accessors)
 and, for the last one, every Spark job it ran: when it started after the
@@ -33,10 +34,15 @@ def main(argv: list[str]) -> int:
     spark = peers.session()
     path = "/tmp/lakemerge-bench/jobs-table"
     peers.clean(path)
-    vectors = mode in ("deletion_vectors", "hand_dv")
+    vectors = mode in ("deletion_vectors", "hand_dv", "rules_dv")
     peers._create_delta(spark, f"{root}/orders.parquet", path, layout, deletion_vectors=vectors)
     if mode.startswith("hand"):
         apply = peers.hand_merge_batch(spark, path)
+    elif mode.startswith("rules"):
+        from bench import floor
+
+        peers.clean(f"{path}-graves")
+        apply = floor.rules_batch(spark, path, f"{path}-graves", vectors=mode == "rules_dv")
     else:
         apply = peers.lakemerge_batch(spark, path, layout, mode, batches[0])
     store = spark.sparkContext._jsc.sc().statusStore()  # type: ignore[union-attr]
@@ -61,7 +67,8 @@ def main(argv: list[str]) -> int:
             for line in _stages_since(spark, store, began_ms):
                 print(line)
     spark.stop()
-    peers.clean(path)
+    for folder in (path, f"{path}-graves"):
+        peers.clean(folder)
     return 0
 
 

@@ -50,6 +50,9 @@ def commit_batch(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
     if plan.bad is not None:
         with translated(reading=False):
             quarantine.write_bad_rows(plan.bad, plan.table.quarantine)
+    if plan.counted and plan.reread:
+        # (its last read of its files is behind it: the classification is cached)
+        _check_unchanged(spark, plan)
     if not plan.counted:
         return _committed(spark, plan, _append_counting(spark, plan, record))
     known = _direct(spark, plan)
@@ -226,15 +229,7 @@ def _append_counting(spark: SparkSession, plan: BatchPlan, record: dict[str, Any
     found: list[BatchMetrics] = []
 
     def completed() -> str:
-        # The changes were read more than once (uncached): a file that changed meanwhile could
-        # have given each read other rows.
-        changed = first_changed(spark, plan.files)
-        if changed is not None:
-            raise InputError(
-                "file changed while its batch was read (its size or time are not what was listed); nothing "
-                "was committed: give new content a new name",
-                path=changed,
-            )
+        _check_unchanged(spark, plan)
         metrics = counts.from_tallies(plan.metrics, counted(), table=table)
         found.append(metrics)
         return ledger.record_metadata({**record, "metrics": asdict(metrics)})
@@ -252,6 +247,21 @@ def _append_counting(spark: SparkSession, plan: BatchPlan, record: dict[str, Any
     if version is None:
         raise Superseded()
     return found[0]
+
+
+def _check_unchanged(spark: SparkSession, plan: BatchPlan) -> None:
+    """Raise InputError when a file of the plan is not as it was listed: its records were read more
+    than once (not cached), and a file that changed meanwhile could have given each read other rows.
+
+    Raises:
+        InputError: naming the file; nothing is committed."""
+    changed = first_changed(spark, plan.files)
+    if changed is not None:
+        raise InputError(
+            "file changed while its batch was read (its size or time are not what was listed); nothing "
+            "was committed: give new content a new name",
+            path=changed,
+        )
 
 
 def _log_rows(spark: SparkSession, plan: BatchPlan, classified: DataFrame, *, writes: int) -> DataFrame:

@@ -119,6 +119,9 @@ class BatchPlan:
     #: (``plan_batch(counted=False)``) counts its changes while it appends them, and its commit
     #: completes the metrics (:mod:`lakemerge.table.transaction`).
     counted: bool = True
+    #: The batch's records are read from their files each time (not cached): its commit checks that
+    #: none changed since it was listed (:func:`lakemerge.batch.read.keeps_records`).
+    reread: bool = False
 
     def release(self) -> None:
         """Unpersist the cached frames."""
@@ -335,6 +338,7 @@ class _Planner:
             settings=sizes.settings,
             own_settings=self.own,
             counted=self.counted,
+            reread=read.reread,
         )
 
     def _tune(self, small: bool, tune: bool, rows: int) -> dict[str, str | None]:

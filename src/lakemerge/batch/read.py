@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 #: The rows that are changes: not bad, not ignored on purpose.
 VALID = f"{C.ERROR} IS NULL AND {C.OP} != 'N'"
 
+#: Feed formats Spark reads column by column: a read of a few columns skips the others' bytes.
+COLUMNAR = ("parquet", "orc")
+
 #: The batch's row counts, as SQL over its change records (one aggregate with its key ranges).
 _COUNTS = {
     "_lm_rows": "count(1)",
@@ -49,8 +52,8 @@ class ReadBatch:
     """A batch's change records, read, validated and counted.
 
     Attributes:
-        changes: the records (every row, bad and ignored ones included), cached when the batch is
-            counted before its commit.
+        changes: the records (every row, bad and ignored ones included), cached as
+            :func:`keeps_records` decides.
         rows_read / rows_bad / ignored: the rows read, bad, and skipped on purpose (``ignore_codes``).
         bad: the bad rows in the quarantine's form, when there are any (within the threshold).
         whole: the batch may reach stored rows beyond its own keys, or the table is new or small:
@@ -60,6 +63,8 @@ class ReadBatch:
         oldest: the smallest value of the first sequence column among the changes (``None`` when
             none has one), found in the same aggregate: tombstones all older than it cannot make
             any change late (:func:`lakemerge.table.tombstones.read`).
+        reread: the records are read from their files each time they are used (not cached): the
+            batch's commit must find every file as it was listed.
     """
 
     changes: ChangeSet
@@ -71,6 +76,7 @@ class ReadBatch:
     early: bool
     ranges: KeyRanges | None
     oldest: Any = None
+    reread: bool = False
 
     @property
     def valid(self) -> DataFrame:
@@ -145,7 +151,8 @@ def _read_batch(
             changes = frame_changes(spark, table, selection.frame, batch_number=number)
         else:
             changes = read_changes(spark, table, selection.chosen, batch_number=number)
-    if counted or selection.frame is not None:
+    kept = keeps_records(table, selection, counted=counted)
+    if kept:
         changes = replace(changes, frame=cached.persist(changes.frame))
     whole = not selection.exists or table.scd2 or bool(selection.snapshots) or batch_ranges.small_table(spark, table)
     early = not whole and not any(f.truncate_codes for f in table.feeds)
@@ -165,7 +172,27 @@ def _read_batch(
         columns = changes.data_columns
         bad = quarantine_rows(changes.frame, files=files, data_columns=columns, batch_id=batch_id, table=table.name)
     ranges = batch_ranges.paying(stored_files, ranges)
-    return ReadBatch(changes, rows_read, rows_bad, ignored, bad, whole, early, ranges, oldest=counts["_lm_oldest"])
+    oldest = counts["_lm_oldest"]
+    return ReadBatch(changes, rows_read, rows_bad, ignored, bad, whole, early, ranges, oldest=oldest, reread=not kept)
+
+
+def keeps_records(table: TableConfig, selection: Selection, *, counted: bool) -> bool:
+    """Whether a batch caches its records once read: a DataFrame's always (the caller's DataFrame
+    may not give the same rows twice, and a stream's records are parsed from text), and a counted
+    batch's files unless they are Parquet or ORC (:data:`COLUMNAR`) and it has no snapshot and no
+    history. Such a batch reads them twice: its statistics read the key, sequence and operation
+    columns alone, its classification every column, each straight from the files; caching them cost
+    more than the second read (bench/RESULTS.md, "Records of columnar files read twice"). Text is
+    parsed whole on every read, and snapshots and histories read the records more often: those are
+    cached. An uncounted ``log`` batch reads its files three times, each for a few columns, and
+    caches nothing (bench/RESULTS.md, "Log mode"). A batch that reads its files more than once checks
+    before its commit that none changed since it was listed (:attr:`ReadBatch.reread`)."""
+    if selection.frame is not None:
+        return True
+    if not counted:
+        return False
+    columnar = all(feed.format in COLUMNAR and feed.envelope == "none" for feed in table.feeds)
+    return not columnar or table.scd2 or bool(selection.snapshots)
 
 
 def _invalid_utf8(
