@@ -96,12 +96,9 @@ def read_batch(
 ) -> ReadBatch:
     """Read, validate and count the selected files' change records (batch ``number``).
 
-    A counted batch reads its records again and again (counts, classification, the commit's
-    passes): they are cached. So are a DataFrame's, always: the caller's DataFrame may not give the
-    same rows twice, and a stream's records are parsed from text. An uncounted ``log`` batch of files
-    reads them three times, each for a few columns: caching them cost more than those reads
-    (bench/RESULTS.md, "Log mode"). Its commit checks that no file changed since it was listed, so
-    one rewritten between the reads commits nothing.
+    Which batches cache their records is :func:`keeps_records`'s rule. A batch that reads its files
+    more than once checks before its commit that no file changed since it was listed, so one
+    rewritten between the reads commits nothing.
 
     Raises:
         InputError: a file cannot be read, or there are more bad rows than the threshold allows.
@@ -185,7 +182,7 @@ def keeps_records(table: TableConfig, selection: Selection, *, counted: bool) ->
     more than the second read (bench/RESULTS.md, "Records of columnar files read twice"). Text is
     parsed whole on every read, and snapshots and histories read the records more often: those are
     cached. An uncounted ``log`` batch reads its files three times, each for a few columns, and
-    caches nothing (bench/RESULTS.md, "Log mode"). A batch that reads its files more than once checks
+    caches nothing. A batch that reads its files more than once checks
     before its commit that none changed since it was listed (:attr:`ReadBatch.reread`)."""
     if selection.frame is not None:
         return True
