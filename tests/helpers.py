@@ -28,6 +28,16 @@ def table_rows(path: str | Path) -> list[dict[str, Any]]:
     return list(pyarrow.table(found).to_pylist())
 
 
+def query_rows(path: str | Path, columns: Sequence[str]) -> list[dict[str, Any]]:
+    """``columns`` of every row of the Delta table's latest version, read by delta-rs's query engine
+    (which applies deletion vectors; its Arrow reader refuses such tables), in the order read."""
+    import pyarrow
+
+    query = f"SELECT {', '.join(columns)} FROM t"
+    found = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(str(path))).execute(query)
+    return [row for batch in found for row in pyarrow.record_batch(batch).to_pylist()]
+
+
 def read_table(path: str | Path, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """Rows of the Delta table's latest version, read by delta-rs, sorted for comparison."""
     rows = table_rows(path)

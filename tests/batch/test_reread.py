@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import deltalake
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -14,7 +13,7 @@ import pytest
 import lakemerge
 import lakemerge.batch.attempts
 import lakemerge.batch.commit
-from tests.helpers import table_version, write_lines
+from tests.helpers import query_rows, table_version, write_lines
 
 #: Batches of one file: inserts, then updates, a delete, a late change and a key twice.
 BATCHES: list[list[tuple[int, int, str, str | None]]] = [
@@ -49,10 +48,7 @@ def _drop(root: Path, fmt: str, number: int, rows: list[tuple[int, int, str, str
 
 
 def read_table(path: str, columns: list[str]) -> list[dict[str, Any]]:
-    """The table's rows, read by delta-rs's query engine (deletion vectors applied), by key."""
-    found = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(path)).execute("SELECT * FROM t")
-    rows = [{c: row[c] for c in columns} for batch in found for row in pa.record_batch(batch).to_pylist()]
-    return sorted(rows, key=lambda r: r["k"])
+    return sorted(query_rows(path, columns), key=lambda r: r["k"])
 
 
 @pytest.mark.parametrize("mode", ["copy_on_write", "deletion_vectors"])

@@ -8,9 +8,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from deltalake import DeltaTable, QueryBuilder
+from deltalake import DeltaTable
 
 from bench import floor
+from tests.helpers import query_rows
 
 
 def test_summary_takes_medians_per_round_and_ratios_to_the_references() -> None:
@@ -126,9 +127,7 @@ def test_rules_applies_sequences_late_changes_and_tombstones(spark: object, tmp_
     # Key 3's change is older than its tombstone (late); key 9's is newer than its own (inserted);
     # key 1's is older than the first batch's update (late); key 5's newest change wins.
     apply(batch("b2", [(3, 8, "c2", "U"), (9, 2, "y", "U"), (1, 4, "old", "U"), (5, 3, "e", "U"), (5, 4, "e2", "U")]))
-    # (delta-rs's query engine applies deletion vectors)
-    found = QueryBuilder().register("t", DeltaTable(table)).execute("SELECT o_orderkey, seq, v FROM t")
-    rows = sorted((r["o_orderkey"], r["seq"], r["v"]) for batch in found for r in pa.record_batch(batch).to_pylist())
+    rows = sorted((r["o_orderkey"], r["seq"], r["v"]) for r in query_rows(table, ["o_orderkey", "seq", "v"]))
     assert rows == [(1, 6, "a1"), (2, 7, "b"), (4, 1, "d"), (5, 4, "e2"), (9, 2, "y")]
     tombstones = sorted((r["o_orderkey"], r["seq"]) for r in DeltaTable(graves).to_pyarrow_table().to_pylist())
     assert tombstones == [(3, 10), (9, 1)]

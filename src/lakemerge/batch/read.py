@@ -182,8 +182,8 @@ def keeps_records(table: TableConfig, selection: Selection, *, counted: bool) ->
     more than the second read (bench/RESULTS.md, "Records of columnar files read twice"). Text is
     parsed whole on every read, and snapshots and histories read the records more often: those are
     cached. An uncounted ``log`` batch reads its files three times, each for a few columns, and
-    caches nothing. A batch that reads its files more than once checks
-    before its commit that none changed since it was listed (:attr:`ReadBatch.reread`)."""
+    caches nothing. A batch that reads its files more than once checks before its commit that none
+    changed since it was listed (:attr:`ReadBatch.reread`)."""
     if selection.frame is not None:
         return True
     if not counted:
