@@ -12,8 +12,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import deltalake
-import pyarrow as pa
 import pytest
 
 import lakemerge
@@ -21,7 +19,7 @@ from lakemerge.batch import commit as commit_module
 from lakemerge.batch import plan as plan_module
 from lakemerge.errors import AccountingError
 from lakemerge.table import direct as direct_table
-from tests.helpers import table_version, write_lines
+from tests.helpers import query_rows, table_columns, table_version, write_lines
 from tests.oracle import Oracle
 
 COLUMNS = ["k", "seq", "region", "v"]
@@ -43,10 +41,8 @@ def config(root: Path, name: str, mode: str, **table: Any) -> lakemerge.TableCon
 
 
 def rows_of(path: str) -> list[dict[str, Any]]:
-    """The table's rows, read by delta-rs's query engine (deletion vectors applied)."""
-    found = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(path)).execute("SELECT * FROM t")
-    rows = [{c: row[c] for c in COLUMNS} for batch in found for row in pa.record_batch(batch).to_pylist()]
-    return sorted(rows, key=lambda r: r["k"])
+    """The table's rows, read by delta-rs's query engine (deletion vectors applied), by key."""
+    return sorted(query_rows(path, COLUMNS), key=lambda r: r["k"])
 
 
 def random_batches(seed: int, count: int) -> list[list[list[dict[str, Any]]]]:
@@ -169,7 +165,7 @@ def test_batches_it_does_not_serve_run_the_merge(spark: Any, tmp_path: Path, cou
         update={"feed": drifting.feed.model_copy(update={"schema_ddl": None, "types": {"k": "int", "seq": "bigint"}})}
     )
     lakemerge.apply_table(wider, inputs=[str(tmp_path / "b1")], spark=spark)
-    assert {r["k"]: r.get("extra") for r in rows_of_all(drifting.path)}[1] == "new"
+    assert {r["k"]: r.get("extra") for r in query_rows(drifting.path, table_columns(drifting.path))}[1] == "new"
 
     feeding = config(tmp_path, "cdf", "copy_on_write")
     lakemerge.apply_table(feeding, inputs=[str(tmp_path / "b0")], spark=spark)
@@ -206,11 +202,6 @@ def test_a_batch_lacking_a_column_keeps_its_stored_values(
         4: ("r4", "a4"),
         7: (None, "b7"),
     }
-
-
-def rows_of_all(path: str) -> list[dict[str, Any]]:
-    found = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(path)).execute("SELECT * FROM t")
-    return [row for batch in found for row in pa.record_batch(batch).to_pylist()]
 
 
 def before_commit(monkeypatch: pytest.MonkeyPatch, action: Callable[[], None]) -> list[int]:
