@@ -1,10 +1,12 @@
 """How close a `log` batch is to the least a Spark batch that classifies its changes does:
-``python -m bench.floor [--rounds R] [--count N] [--batches KIND] [--sf SF] [--prune] [MODE ...]``.
+``python -m bench.floor [--rounds R] [--count N] [--batches KIND] [--sf SF] [--layout L] [--prune] [MODE ...]``.
 
 Each round runs every mode once, in the order given, each in a fresh process and session
-(:func:`bench.peers.session`, as the harness's peers get): the harness's clustered table is created
-from ``/tmp/lakemerge-bench/sfSF`` (``python -m bench`` makes it; untimed) and ``N`` batches named
-``KIND`` (default ``uniform-0.1``, 5 batches as the harness applies) are applied one by one and timed.
+(:func:`bench.peers.session`, as the harness's peers get): the harness's table of layout ``L``
+(default ``clustered``; ``date`` partitions it by year, ``random`` spreads every key range over every
+file) is created from ``/tmp/lakemerge-bench/sfSF`` (``python -m bench`` makes it; untimed) and ``N``
+batches named ``KIND`` (default ``uniform-0.1``, 5 batches as the harness applies) are applied one by
+one and timed.
 The modes:
 
 - ``append``: the batch's feed appended as it is to a Delta table beside the table, one commit.
@@ -96,6 +98,8 @@ MODES = (
     "hand_dv",
     "rewrite",
 )
+#: The harness's table layouts (bench/RESULTS.md, "Data and batches").
+LAYOUTS = ("clustered", "date", "random")
 #: The modes whose table is created with deletion vectors.
 VECTORS = ("touched_dv", "rules_dv", "dv", "dv_nt", "hand_dv")
 #: The modes each mode is compared with, when they ran.
@@ -353,10 +357,10 @@ def key_bounds(batch: str) -> tuple[int, int] | None:
     return min(f.min for f in found), max(f.max for f in found)
 
 
-def run_one(mode: str, count: int, kind: str, sf: float, prune: bool = False) -> list[float]:
-    """Create the clustered table and apply ``count`` batches in ``mode`` in this process: each batch's
-    seconds. ``prune``: ``bound`` and ``lookup`` read only the files that may hold the batch's key
-    range (see :func:`lookup_batch`)."""
+def run_one(mode: str, count: int, kind: str, sf: float, prune: bool = False, layout: str = "clustered") -> list[float]:
+    """Create the table of ``layout`` and apply ``count`` batches in ``mode`` in this process: each
+    batch's seconds. ``prune``: ``bound`` and ``lookup`` read only the files that may hold the batch's
+    key range (see :func:`lookup_batch`)."""
     from bench import peers
 
     root = f"{DATA}/sf{sf:g}"
@@ -365,7 +369,7 @@ def run_one(mode: str, count: int, kind: str, sf: float, prune: bool = False) ->
     path, target = f"{DATA}/floor-table", f"{DATA}/floor-table-beside"
     for folder in (path, target):
         peers.clean(folder)
-    peers._create_delta(spark, f"{root}/orders.parquet", path, "clustered", deletion_vectors=mode in VECTORS)
+    peers._create_delta(spark, f"{root}/orders.parquet", path, layout, deletion_vectors=mode in VECTORS)
     appliers: dict[str, Callable[[], Callable[[str], None]]] = {
         "append": lambda: append_batch(spark, target),
         "bound": lambda: lookup_batch(spark, path, target, prune=prune, earlier=False),
@@ -375,18 +379,14 @@ def run_one(mode: str, count: int, kind: str, sf: float, prune: bool = False) ->
         "rules": lambda: rules_batch(spark, path, target),
         "touched_dv": lambda: touched_batch(spark, path, vectors=True),
         "rules_dv": lambda: rules_batch(spark, path, target, vectors=True),
-        "log": lambda: peers.lakemerge_batch(spark, path, "clustered", "log", batches[0]),
-        "cow": lambda: peers.lakemerge_batch(spark, path, "clustered", "copy_on_write", batches[0]),
-        "dv": lambda: peers.lakemerge_batch(spark, path, "clustered", "deletion_vectors", batches[0]),
-        "cow_nt": lambda: peers.lakemerge_batch(
-            spark, path, "clustered", "copy_on_write", batches[0], tombstones=False
-        ),
-        "dv_nt": lambda: peers.lakemerge_batch(
-            spark, path, "clustered", "deletion_vectors", batches[0], tombstones=False
-        ),
+        "log": lambda: peers.lakemerge_batch(spark, path, layout, "log", batches[0]),
+        "cow": lambda: peers.lakemerge_batch(spark, path, layout, "copy_on_write", batches[0]),
+        "dv": lambda: peers.lakemerge_batch(spark, path, layout, "deletion_vectors", batches[0]),
+        "cow_nt": lambda: peers.lakemerge_batch(spark, path, layout, "copy_on_write", batches[0], tombstones=False),
+        "dv_nt": lambda: peers.lakemerge_batch(spark, path, layout, "deletion_vectors", batches[0], tombstones=False),
         "hand": lambda: peers.hand_merge_batch(spark, path),
         "hand_dv": lambda: peers.hand_merge_batch(spark, path),
-        "rewrite": lambda: peers.full_rewrite_batch(spark, path, "clustered"),
+        "rewrite": lambda: peers.full_rewrite_batch(spark, path, layout),
     }
     times = peers._timed(batches, appliers[mode]())
     spark.stop()
@@ -425,8 +425,8 @@ def main(argv: Sequence[str]) -> int:
     if argv[:1] == ["--one"]:
         import lakemerge
 
-        mode, count, kind, sf, prune = argv[1], int(argv[2]), argv[3], float(argv[4]), argv[5] == "prune"
-        times = run_one(mode, count, kind, sf, prune)
+        mode, count, kind, sf, prune, layout = argv[1], int(argv[2]), argv[3], float(argv[4]), argv[5], argv[6]
+        times = run_one(mode, count, kind, sf, prune == "prune", layout)
         print("FLOOR " + json.dumps({"times": times, "library": lakemerge.__file__}), flush=True)
         return 0
     parser = argparse.ArgumentParser(prog="python -m bench.floor", description=__doc__.split("\n\n")[0])
@@ -435,6 +435,7 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--count", type=int, default=5)
     parser.add_argument("--batches", default="uniform-0.1")
     parser.add_argument("--sf", type=float, default=1.0)
+    parser.add_argument("--layout", choices=LAYOUTS, default="clustered")
     parser.add_argument(
         "--prune",
         action="store_true",
@@ -453,7 +454,7 @@ def main(argv: Sequence[str]) -> int:
     for number in range(1, args.rounds + 1):
         for mode in modes:
             command = [sys.executable, "-m", "bench.floor", "--one", mode, str(args.count), args.batches, str(args.sf)]
-            command.append("prune" if args.prune else "whole")
+            command += ["prune" if args.prune else "whole", args.layout]
             try:
                 done = subprocess.run(command, capture_output=True, text=True, env=env, cwd="/tmp", timeout=TIMEOUT)
             except subprocess.TimeoutExpired:

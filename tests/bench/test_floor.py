@@ -104,20 +104,25 @@ def test_the_library_is_named_relative_to_the_checkout() -> None:
     assert floor._shown("/elsewhere/lakemerge") == "/elsewhere/lakemerge"
 
 
-@pytest.mark.parametrize("vectors", [False, True])
-def test_rules_applies_sequences_late_changes_and_tombstones(spark: object, tmp_path: Path, vectors: bool) -> None:
+@pytest.mark.parametrize(("vectors", "partitioned"), [(False, False), (True, False), (False, True), (True, True)])
+def test_rules_applies_sequences_late_changes_and_tombstones(
+    spark: object, tmp_path: Path, vectors: bool, partitioned: bool
+) -> None:
     from pyspark.sql import SparkSession
 
     assert isinstance(spark, SparkSession)
     table, graves = str(tmp_path / "t"), str(tmp_path / "graves")
-    stored = [(1, 5, "a"), (2, 7, "b"), (3, 9, "c")]
-    writer = spark.createDataFrame(stored, "o_orderkey long, seq long, v string").write.format("delta")
+    # (a partitioned table, as the date layout is, has a column of its own: the key's parity)
+    stored = [(1, 5, "a", 1), (2, 7, "b", 0), (3, 9, "c", 1)]
+    writer = spark.createDataFrame(stored, "o_orderkey long, seq long, v string, part long").write.format("delta")
+    writer = writer.partitionBy("part") if partitioned else writer
     writer.option("delta.enableDeletionVectors", str(vectors).lower()).save(table)
 
     def batch(name: str, changes: list[tuple[int, int, str | None, str]]) -> str:
         path = str(tmp_path / f"{name}.parquet")
         keys, seqs, values, ops = map(list, zip(*changes, strict=True))
-        pq.write_table(pa.table({"o_orderkey": keys, "seq": seqs, "v": pa.array(values, pa.string()), "op": ops}), path)
+        columns = {"o_orderkey": keys, "seq": seqs, "v": pa.array(values, pa.string()), "op": ops}
+        pq.write_table(pa.table({**columns, "part": [key % 2 for key in keys]}), path)
         return path
 
     apply = floor.rules_batch(spark, table, graves, vectors=vectors)
@@ -135,4 +140,5 @@ def test_rules_applies_sequences_late_changes_and_tombstones(spark: object, tmp_
     # Each batch committed once, under the table's transaction identifier (its batch number); with
     # deletion vectors the first batch's replaced rows were marked, their file kept.
     assert DeltaTable(table).version() == 2
-    assert bool(list(Path(table).glob("deletion_vector_*.bin"))) == vectors
+    assert bool(list(Path(table).glob("**/deletion_vector_*.bin"))) == vectors
+    assert bool(list(Path(table).glob("part=1/*.parquet"))) == partitioned
