@@ -105,6 +105,23 @@ def jobs_of(spark: Any, action: Any, *, stages: bool = False) -> list[Any]:
     return [(what, len(ids), sum(read.get(i, 0) for i in ids)) for what, ids in ran]
 
 
+def planned_batches(monkeypatch: Any, flag: str) -> list[tuple[bool, list[Any]]]:
+    """Filled as batches are planned for the rest of the test: each plan's ``flag`` attribute (e.g.
+    ``counted``) and the storage levels of the frames it caches."""
+    import lakemerge.batch.attempts
+
+    planned: list[tuple[bool, list[Any]]] = []
+    real = lakemerge.batch.attempts.plan_batch
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        plan = real(*args, **kwargs)
+        planned.append((getattr(plan, flag), [frame.storageLevel for frame in plan.cached.frames]))
+        return plan
+
+    monkeypatch.setattr(lakemerge.batch.attempts, "plan_batch", spy)
+    return planned
+
+
 def classes_compiled(spark: Any, action: Any) -> int:
     """How many classes Spark compiled for generated code while ``action()`` ran (new code: a
     stage whose code is in Spark's cache compiles none)."""

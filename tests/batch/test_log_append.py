@@ -23,7 +23,7 @@ import lakemerge.batch.plan
 from lakemerge.spark.scoped import scoped_conf
 from lakemerge.table import ledger, logview, stats, store, transaction
 from lakemerge.write import log
-from tests.helpers import jobs_of, write_lines
+from tests.helpers import jobs_of, planned_batches, write_lines
 
 SCHEMA = "k INT, seq BIGINT, op STRING, a STRING, b STRING"
 #: Batches of one or two files: inserts, updates, a partial update (null b), deletes of present and
@@ -183,15 +183,7 @@ def test_a_dataframe_s_log_batch_is_read_once_and_counted_while_it_is_appended(
     them, like a batch of files; the same metrics and log as the DataFrame writer's path."""
     from pyspark import StorageLevel
 
-    planned: list[Any] = []
-    real = lakemerge.batch.attempts.plan_batch
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        plan = real(*args, **kwargs)
-        planned.append((plan.counted, [frame.storageLevel for frame in plan.cached.frames]))
-        return plan
-
-    monkeypatch.setattr(lakemerge.batch.attempts, "plan_batch", spy)
+    planned = planned_batches(monkeypatch, "counted")
     one, two = config(tmp_path, "one_job"), config(tmp_path, "two_jobs")
     rows = [(1, 1, "U", "a1", "b1"), (2, 1, "U", "a2", "b2"), (1, 2, "U", "x1", None), (3, 2, "D", None, None)]
     for number, batch in enumerate((rows[:2], rows[2:]), start=1):

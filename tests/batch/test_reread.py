@@ -11,9 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import lakemerge
-import lakemerge.batch.attempts
 import lakemerge.batch.commit
-from tests.helpers import query_rows, table_version, write_lines
+from tests.helpers import planned_batches, query_rows, table_version, write_lines
 
 #: Batches of one file: inserts, then updates, a delete, a late change and a key twice.
 BATCHES: list[list[tuple[int, int, str, str | None]]] = [
@@ -81,15 +80,7 @@ def test_only_a_batch_of_text_files_caches_its_records(
     Text is parsed whole on each read: its records are cached."""
     from pyspark import StorageLevel
 
-    planned: list[tuple[bool, list[Any]]] = []
-    real = lakemerge.batch.attempts.plan_batch
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        plan = real(*args, **kwargs)
-        planned.append((plan.reread, [frame.storageLevel for frame in plan.cached.frames]))
-        return plan
-
-    monkeypatch.setattr(lakemerge.batch.attempts, "plan_batch", spy)
+    planned = planned_batches(monkeypatch, "reread")
     for fmt in ("parquet", "csv"):
         table = _config(tmp_path / fmt, fmt, "copy_on_write")
         for number, rows in enumerate(BATCHES, start=1):
