@@ -1,4 +1,4 @@
-"""Settings lakemerge chooses per batch (#7, `lakemerge.spark.tuning`): a batch runs without
+"""Settings lakemerge chooses per batch (`lakemerge.spark.tuning`): a batch runs without
 adaptive execution, except the parts that read the whole table (the MERGE, compaction, and the
 classification of a large batch), which keep the session's settings; a batch small enough to
 broadcast is classified and logged in shuffle partitions sized from its rows; the session's own

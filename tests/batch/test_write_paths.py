@@ -1,4 +1,4 @@
-"""The cheaper paths a batch takes when it can (#7): insert-only batches are appends, the batch
+"""The cheaper paths a batch takes when it can: insert-only batches are appends, the batch
 number comes from the records already read, and truncate tombstones are looked for only when the
 side table says it ever held one. Each path must give exactly what the general one gives."""
 
