@@ -1,9 +1,9 @@
-"""Interleaved A/B of checkouts: ``python -m bench.pairs MODE COUNT BATCHES ROUNDS NAME=DIR...``.
+"""Interleaved A/B of checkouts: ``python -m bench.pairs [--sf SF] MODE COUNT BATCHES ROUNDS NAME=DIR...``.
 
 Each round runs every checkout once, in the order given, each in a fresh process: the harness's
-clustered SF1 table is created from ``/tmp/lakemerge-bench/sf1`` (``python -m bench`` makes it),
-and ``COUNT`` batches named ``BATCHES`` (e.g. ``uniform-0.1``) are applied in ``MODE``
-(``copy_on_write``, ``deletion_vectors``, ``log``, or ``hand`` for the hand-written MERGE). A
+clustered table is created from ``/tmp/lakemerge-bench/sfSF`` (``SF`` default 1; ``python -m
+bench`` makes it), and ``COUNT`` batches named ``BATCHES`` (e.g. ``uniform-0.1``) are applied in
+``MODE`` (``copy_on_write``, ``deletion_vectors``, ``log``, or ``hand`` for the hand-written MERGE). A
 checkout is a directory holding ``src/lakemerge`` (``git worktree add DIR COMMIT``): its lakemerge
 runs under this harness (this file's ``bench``), so only the library differs between the sides.
 
@@ -26,21 +26,23 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-ROOT = "/tmp/lakemerge-bench/sf1"
+#: Where the harness keeps its data, one folder per scale factor (``sf1``, ``sf10``, ...).
+DATA = "/tmp/lakemerge-bench"
 #: The folder holding this harness's ``bench`` package.
 HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def run_one(mode: str, count: int, kind: str) -> tuple[list[float], list[float]]:
+def run_one(mode: str, count: int, kind: str, sf: float = 1) -> tuple[list[float], list[float]]:
     """Apply the batches in this process (the checkout is whatever ``lakemerge`` imports): each
     batch's seconds, and the Spark JVM's CPU seconds during it."""
     from bench import peers
 
-    batches = [f"{ROOT}/batch-{kind}-{n}.parquet" for n in range(1, count + 1)]
+    root = f"{DATA}/sf{sf:g}"
+    batches = [f"{root}/batch-{kind}-{n}.parquet" for n in range(1, count + 1)]
     spark = peers.session()
     path = "/tmp/lakemerge-bench/pairs-table"
     peers.clean(path)
-    peers._create_delta(spark, f"{ROOT}/orders.parquet", path, "clustered", deletion_vectors=mode == "deletion_vectors")
+    peers._create_delta(spark, f"{root}/orders.parquet", path, "clustered", deletion_vectors=mode == "deletion_vectors")
     if mode == "hand":
         apply = peers.hand_merge_batch(spark, path)
     else:
@@ -77,9 +79,12 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--one"]:
         import lakemerge
 
-        times, used = run_one(argv[1], int(argv[2]), argv[3])
+        times, used = run_one(argv[1], int(argv[2]), argv[3], float(argv[4]))
         print("PAIRS " + json.dumps({"library": lakemerge.__file__, "times": times, "cpu": used}), flush=True)
         return 0
+    sf = 1.0
+    if argv[:1] == ["--sf"] and len(argv) > 1:
+        sf, argv = float(argv[1]), argv[2:]
     if len(argv) < 6:
         print(__doc__)
         return 2
@@ -95,7 +100,7 @@ def main(argv: list[str]) -> int:
             folder = os.path.abspath(folder)
             env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(folder, "src"), HARNESS])}
             done = subprocess.run(
-                [sys.executable, "-m", "bench.pairs", "--one", mode, str(count), kind],
+                [sys.executable, "-m", "bench.pairs", "--one", mode, str(count), kind, str(sf)],
                 capture_output=True,
                 text=True,
                 env=env,
