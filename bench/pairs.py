@@ -26,8 +26,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-#: Where the harness keeps its data, one folder per scale factor (``sf1``, ``sf10``, ...).
-DATA = "/tmp/lakemerge-bench"
+from bench.data import ROOT
+
 #: The folder holding this harness's ``bench`` package.
 HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -37,7 +37,7 @@ def run_one(mode: str, count: int, kind: str, sf: float = 1) -> tuple[list[float
     batch's seconds, and the Spark JVM's CPU seconds during it."""
     from bench import peers
 
-    root = f"{DATA}/sf{sf:g}"
+    root = f"{ROOT}/sf{sf:g}"
     batches = [f"{root}/batch-{kind}-{n}.parquet" for n in range(1, count + 1)]
     spark = peers.session()
     path = "/tmp/lakemerge-bench/pairs-table"
