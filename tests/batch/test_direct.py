@@ -151,6 +151,8 @@ def test_batches_give_the_oracles_table_and_what_a_merge_gives(
     assert int(shown["numTargetRowsUpdated"]) == last.metrics["updated"]
     assert int(shown["numTargetRowsDeleted"]) == last.metrics["deleted"]
     assert int(shown["numTargetFilesAdded"]) >= 1
+    written = int(shown["numTargetRowsCopied"]) + last.metrics["inserted"] + last.metrics["updated"]
+    assert int(shown["numOutputRows"]) == written  # (the rewrite's and the new rows' writes, together)
 
 
 def test_batches_it_does_not_serve_run_the_merge(spark: Any, tmp_path: Path, counted_direct: list[str]) -> None:
@@ -416,3 +418,56 @@ def test_a_small_deletion_vector_batch_writes_its_new_rows_to_one_file(spark: An
     land(tmp_path / "b1", [changes[:20], changes[20:]])
     result = lakemerge.apply_table(table, inputs=[str(tmp_path / "b1")], spark=spark)
     assert (result.metrics.updated, result.metrics.inserted, result.files_added) == (20, 20, 1)
+
+
+@pytest.mark.parametrize("failing", ["new rows", "rewrite"])
+def test_a_big_batch_whose_new_rows_or_rewrite_fail_commits_nothing(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counted_direct: list[str], failing: str
+) -> None:
+    """A batch too big to broadcast writes its new rows in a job of their own, in the tail of the
+    touched files' rewrite: a new row breaking the table's CHECK constraint fails the one, a touched
+    file gone from the storage the other. The batch fails with that error, commits nothing, and
+    applies once the cause is gone (the row fixed)."""
+    monkeypatch.setattr(plan_module, "BROADCAST_ROWS", 0)
+    tails: list[int] = []
+    in_tail = direct_table.in_tail
+    monkeypatch.setattr(direct_table, "in_tail", lambda *a: (tails.append(1), in_tail(*a))[1])
+    table = config(tmp_path, "t", "copy_on_write")
+    land(tmp_path / "b0", [[{"k": k, "seq": 1, "op": "U", "region": "east", "v": f"a{k}"} for k in range(6)]])
+    lakemerge.apply_table(table, inputs=[str(tmp_path / "b0")], spark=spark)
+    spark.sql(f"ALTER TABLE delta.`{table.path}` ADD CONSTRAINT v_known CHECK (v IS NULL OR v <> 'bad')")
+    version, before = table_version(table.path), rows_of(table.path)
+
+    def changes(value: str) -> list[list[dict[str, Any]]]:
+        return [
+            [
+                {"k": 1, "seq": 2, "op": "U", "region": "east", "v": "b1"},
+                {"k": 2, "seq": 2, "op": "D", "region": None, "v": None},
+                {"k": 9, "seq": 2, "op": "U", "region": "west", "v": value},
+            ]
+        ]
+
+    if failing == "rewrite":
+        original = commit_module._direct
+
+        def losing(spark: Any, plan: Any) -> Any:  # the touched file deleted after the batch found it
+            known = original(spark, plan)
+            Path(known.touched[0].removeprefix("file:")).unlink()
+            return known
+
+        monkeypatch.setattr(commit_module, "_direct", losing)
+        land(tmp_path / "b1", changes("n9"))
+        with pytest.raises(Exception, match=r"(?i)file.*(not exist|not found)"):
+            lakemerge.apply_table(table, inputs=[str(tmp_path / "b1")], spark=spark)
+        assert table_version(table.path) == version and tails == [1]
+        return
+    land(tmp_path / "b1", changes("bad"))
+    with pytest.raises(Exception, match="v_known"):
+        lakemerge.apply_table(table, inputs=[str(tmp_path / "b1")], spark=spark)
+    assert table_version(table.path) == version and rows_of(table.path) == before
+    land(tmp_path / "b2", changes("n9"))
+    result = lakemerge.apply_table(table, inputs=[str(tmp_path / "b2")], spark=spark)
+    assert (result.metrics.updated, result.metrics.deleted, result.metrics.inserted) == (1, 1, 1)
+    assert counted_direct == [table.path, table.path] and tails == [1, 1]
+    expected = {0: "a0", 1: "b1", 3: "a3", 4: "a4", 5: "a5", 9: "n9"}
+    assert {r["k"]: r["v"] for r in rows_of(table.path)} == expected

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from lakemerge.errors import AccountingError
 from lakemerge.spark.jvm import jclass, scala_seq
 from lakemerge.spark.scoped import scoped_conf
+from lakemerge.spark.tail import in_tail
 from lakemerge.table.ledger import USER_METADATA
 from lakemerge.table.stats import listed_files
 from lakemerge.table.transaction import committed_version
@@ -107,10 +108,19 @@ class Direct:
         frame = self.txn.deltaLog().createDataFrame(self.txn.snapshot(), self.touched, False, none)
         return DataFrame(frame, self.spark)
 
-    def write(self, rows: DataFrame) -> None:
-        """Write ``rows`` (the table's columns, in its order) as new data files of the commit."""
-        self.written.add(len(self.actions))
-        self.actions.append(self.txn.writeFiles(rows._jdf))
+    def write(self, rows: DataFrame, *, then: DataFrame | None = None) -> None:
+        """Write ``rows`` (the table's columns, in its order) as new data files of the commit; with
+        ``then``, those rows too, in a write of their own whose tasks run in the idle tail of the
+        first's (:func:`lakemerge.spark.tail.in_tail`: for a first write of uneven tasks)."""
+        if then is None:
+            written = [self.txn.writeFiles(rows._jdf)]
+        else:
+            written = list(
+                in_tail(self.spark, lambda: self.txn.writeFiles(rows._jdf), lambda: self.txn.writeFiles(then._jdf))
+            )
+        for files in written:
+            self.written.add(len(self.actions))
+            self.actions.append(files)
 
     def remove_touched(self) -> None:
         """Remove the touched files in the commit."""

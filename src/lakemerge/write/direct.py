@@ -9,9 +9,12 @@ with deletion vectors, its row index), so the batch knows the files it touches:
   removed. No pass over the rest of the table. When the changes hold every column of the table and
   their keys can be broadcast, each stored row looks its key up in a broadcast of the changed keys
   alone: the touched files are never shuffled, each written back as it is read, and the new rows
-  of a batch small enough to broadcast go to one more file. Otherwise (a batch lacking some of the
-  table's columns, whose updates keep the stored values of those, or one with too many keys) each
-  stored row is joined with its key's whole change (broadcast when the batch is small).
+  of a batch small enough to broadcast go to one more file. Those of a bigger batch are written by
+  a job of their own, started once every touched file's task has: the files' tasks are as uneven as
+  the files, and the new rows' tasks fill the cores the last of them leave idle. Otherwise (a
+  batch lacking some of the table's columns, whose updates keep the stored values of those, or one
+  with too many keys) each stored row is joined with its key's whole change (broadcast when the
+  batch is small).
 - **deletion vectors**: the updates' new rows and the inserts are written as new files, and each
   touched file gets a deletion vector marking its replaced and deleted rows, from their row indexes:
   no read of the table at all.
@@ -169,7 +172,10 @@ def _rewritten(
         )
         fresh = classified.filter(outcome == Outcome.INSERT.value)
     inserted = [(col(c) if c in data_columns else F.lit(None).cast(schema[c].dataType)).alias(c) for c in schema.names]
-    opened.write(kept.unionByName(fresh.select(*inserted)))
+    if by_key and not known.broadcast:  # (the touched files' uneven tasks: the new rows in their tail)
+        opened.write(kept, then=fresh.select(*inserted))
+    else:
+        opened.write(kept.unionByName(fresh.select(*inserted)))
     opened.remove_touched()
     counted = tallies()
     direct.check(counted, {"updated": known.updated, "deleted": known.deleted})

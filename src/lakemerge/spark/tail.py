@@ -1,0 +1,111 @@
+"""Two Spark actions, the second's tasks filling the cores the first leaves idle at its end.
+
+A write whose tasks are uneven ends with its largest task running alone while the other cores
+wait. A second action that is short and independent of the first can run there: it is started, from
+a thread of its own, once every task of the first action's job has started. Spark's FIFO scheduler
+runs a job's tasks before those of any job submitted after it, so the second action's tasks take
+the cores the first's leave free; under the FAIR scheduler they share the pool's cores from then on.
+
+The first action's jobs are found by a job tag of their own. A broadcast it collects runs as a job
+of its own beforehand, carrying the tag too (with Spark's tag for the broadcast): it does not count,
+or the second action would start before the first had submitted the job that does the work.
+
+Either action's failure cancels the other's jobs and is raised once both have stopped; the other's
+own failure, from that cancellation, is not. Without Python threads pinned to JVM threads (where a
+thread's job tags are its own) the two actions run one after the other.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+A = TypeVar("A")
+B = TypeVar("B")
+
+#: How often (seconds) the second action's thread looks at the first action's tasks.
+POLL_SECONDS = 0.05
+
+#: The start of the tag Spark gives the job collecting a broadcast.
+_BROADCAST_TAG = "broadcast exchange"
+
+
+def in_tail(spark: SparkSession, first: Callable[[], A], then: Callable[[], B]) -> tuple[A, B]:
+    """Run ``first`` on this thread and ``then`` on another, started once every task of the job
+    ``first`` submits has started (or ``first`` has ended); both results.
+
+    Raises:
+        whatever failed first: ``first``'s error, or ``then``'s (the other's jobs are cancelled)."""
+    from py4j.clientserver import ClientServer
+    from pyspark import InheritableThread
+
+    sc = spark.sparkContext
+    if not isinstance(sc._gateway, ClientServer):
+        return first(), then()
+    run = uuid.uuid4().hex
+    first_tag, then_tag = f"lakemerge-first-{run}", f"lakemerge-then-{run}"
+    ended = threading.Event()  # ``first`` returned or raised
+    failures: list[BaseException] = []  # the first failure of either action, alone
+    lock = threading.Lock()
+    results: list[B] = []
+
+    def fail(error: BaseException, other_tag: str) -> None:
+        with lock:
+            if failures:
+                return
+            failures.append(error)
+        sc.cancelJobsWithTag(other_tag)
+
+    def second() -> None:
+        try:
+            while not ended.wait(POLL_SECONDS) and not _launched(sc, first_tag):
+                pass
+        except Exception:  # (Spark's status unreadable: ``then`` starts now, as it would at the end anyway)
+            pass
+        with lock:
+            if failures:
+                return
+        sc.addJobTag(then_tag)
+        try:
+            results.append(then())
+        except BaseException as error:  # (raised on the calling thread)
+            fail(error, first_tag)
+        finally:
+            sc.removeJobTag(then_tag)
+
+    helper = InheritableThread(target=second, daemon=True)  # (the caller's job group, pool, tags)
+    helper.start()
+    sc.addJobTag(first_tag)
+    try:
+        value = first()
+    except BaseException as error:
+        fail(error, then_tag)
+    finally:
+        sc.removeJobTag(first_tag)
+        ended.set()
+    helper.join()
+    if failures:
+        raise failures[0]
+    return value, results[0]
+
+
+def _launched(sc: Any, tag: str) -> bool:
+    """Whether a job tagged ``tag`` (not a broadcast's) has started all its tasks or has succeeded."""
+    tracker = sc._jsc.sc().statusTracker()
+    store = sc._jsc.sc().statusStore()
+    for job_id in tracker.getJobIdsForTag(tag):
+        job = store.job(job_id)
+        if any(t.startswith(_BROADCAST_TAG) for t in str(job.jobTags().mkString(",")).split(",")):
+            continue  # (a job tag holds no comma)
+        status = str(job.status())
+        if status != "RUNNING":
+            return status == "SUCCEEDED"  # (a failed one: ``first`` raises, and ``then`` is not run)
+        started = job.numActiveTasks() + job.numCompletedTasks() + job.numSkippedTasks()
+        if started >= job.numTasks():
+            return True
+    return False

@@ -1,0 +1,113 @@
+"""Two Spark actions, the second's tasks in the idle tail of the first's (lakemerge.spark.tail): they
+start once every task of the first's job has, while its last task still runs, and not while a
+broadcast the first collects beforehand runs; either action's failure is raised, the other's jobs
+cancelled."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from lakemerge.spark.tail import in_tail
+
+
+def sleeping(spark: Any, millis: list[int]) -> Any:
+    """A frame of one row per partition, the row of partition ``i`` taking ``millis[i]`` ms."""
+    from pyspark.sql import functions as F
+
+    delay = F.element_at(F.array(*[F.lit(m) for m in millis]), F.col("id").cast("int") + 1).cast("bigint")
+    return spark.range(0, len(millis), 1, len(millis)).select("id", sleep(delay))
+
+
+def sleep(millis: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.call_function("java_method", F.lit("java.lang.Thread"), F.lit("sleep"), millis).alias("s")
+
+
+def written(frame: Any) -> Callable[[], None]:
+    return lambda: frame.write.format("noop").mode("overwrite").save()
+
+
+def tagged(spark: Any, tag: str, action: Callable[[], None]) -> Callable[[], None]:
+    """``action``, its jobs tagged ``tag`` (on the thread that runs it)."""
+
+    def run() -> None:
+        spark.sparkContext.addJobTag(tag)
+        try:
+            action()
+        finally:
+            spark.sparkContext.removeJobTag(tag)
+
+    return run
+
+
+def tasks(spark: Any, tag: str) -> dict[int, tuple[list[int], int]]:
+    """The jobs tagged ``tag``: for each, its tasks' launch times and its completion time (ms)."""
+    sc = spark.sparkContext
+    store = sc._jsc.sc().statusStore()
+    time.sleep(0.5)  # (Spark's listener bus records the jobs' ends after they return)
+    found = {}
+    for job_id in sc._jsc.sc().statusTracker().getJobIdsForTag(tag):
+        job = store.job(job_id)
+        launches = []
+        stages = job.stageIds().iterator()
+        while stages.hasNext():
+            listed = store.taskList(stages.next(), 0, 1000)
+            launches += [int(listed.apply(i).launchTime().getTime()) for i in range(listed.size())]
+        found[int(job_id)] = (sorted(launches), int(job.completionTime().get().getTime()))
+    return found
+
+
+def test_the_second_actions_tasks_start_once_all_the_firsts_have_and_while_its_last_runs(spark: Any) -> None:
+    first = tagged(spark, "tail-first", written(sleeping(spark, [1500, 200, 200, 200, 200])))
+    then = tagged(spark, "tail-then", written(sleeping(spark, [100, 100])))
+    in_tail(spark, first, then)
+    [(first_launches, first_end)] = tasks(spark, "tail-first").values()
+    [(then_launches, _)] = tasks(spark, "tail-then").values()
+    assert len(first_launches) == 5 and len(then_launches) == 2
+    assert max(first_launches) <= min(then_launches) < first_end
+
+
+def test_a_broadcast_the_first_collects_beforehand_does_not_start_the_second(spark: Any) -> None:
+    """The first action's broadcast is a job of its own whose tasks all start at once: were it
+    counted, the second action's job would come before the first's join, and its tasks first."""
+    from pyspark.sql import functions as F
+
+    big, small = sleeping(spark, [300, 300, 300, 300]), sleeping(spark, [800, 800])
+    joined = big.join(F.broadcast(small.select(F.col("id").alias("k"))), F.col("id") == F.col("k"), "left_anti")
+    first = tagged(spark, "broadcast-first", written(joined))
+    then = tagged(spark, "broadcast-then", written(sleeping(spark, [50, 50])))
+    in_tail(spark, first, then)
+    jobs = tasks(spark, "broadcast-first")
+    [join_launches] = [launches for launches, _ in jobs.values() if len(launches) == 4]
+    assert len(jobs) == 2  # (the broadcast's, of two tasks, and the join's)
+    [(then_launches, _)] = tasks(spark, "broadcast-then").values()
+    assert max(join_launches) <= min(then_launches)
+
+
+def test_the_first_actions_failure_is_raised_and_the_second_never_runs(spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    ran: list[bool] = []
+    failing = spark.range(0, 2, 1, 2).select(F.raise_error(F.lit("the first action's rows are bad")))
+    with pytest.raises(Exception, match="the first action's rows are bad"):
+        in_tail(spark, written(failing), lambda: ran.append(True))
+    assert ran == []
+
+
+def test_the_second_actions_failure_is_raised_and_cancels_the_first(spark: Any) -> None:
+    """Raised as the second action's own error, not as the cancellation of the first, whose job
+    (a task of 200 rows of 0.1 s) is cancelled rather than waited for."""
+    from pyspark.sql import functions as F
+
+    failing = spark.range(0, 2, 1, 2).select(F.raise_error(F.lit("the second action's rows are bad")))
+    long = spark.range(0, 200, 1, 1).select(sleep(F.lit(100).cast("bigint")))
+    started = time.monotonic()
+    with pytest.raises(Exception, match="the second action's rows are bad"):
+        in_tail(spark, written(long), written(failing))
+    assert time.monotonic() - started < 15
+    assert list(spark.sparkContext._jsc.sc().statusTracker().getActiveJobIds()) == []
