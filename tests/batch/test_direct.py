@@ -151,8 +151,6 @@ def test_batches_give_the_oracles_table_and_what_a_merge_gives(
     assert int(shown["numTargetRowsUpdated"]) == last.metrics["updated"]
     assert int(shown["numTargetRowsDeleted"]) == last.metrics["deleted"]
     assert int(shown["numTargetFilesAdded"]) >= 1
-    written = int(shown["numTargetRowsCopied"]) + last.metrics["inserted"] + last.metrics["updated"]
-    assert int(shown["numOutputRows"]) == written  # (the rewrite's and the new rows' writes, together)
 
 
 def test_batches_it_does_not_serve_run_the_merge(spark: Any, tmp_path: Path, counted_direct: list[str]) -> None:

@@ -1,7 +1,7 @@
 """Two Spark actions, the second's tasks in the idle tail of the first's (lakemerge.spark.tail): they
 start once every task of the first's job has, while its last task still runs, and not while a
 broadcast the first collects beforehand runs; either action's failure is raised, the other's jobs
-cancelled."""
+cancelled; a first action failing before it submits a job never starts the second."""
 
 from __future__ import annotations
 
@@ -45,11 +45,16 @@ def tagged(spark: Any, tag: str, action: Callable[[], None]) -> Callable[[], Non
     return run
 
 
+def settled(spark: Any) -> None:
+    """Wait until Spark's status store has what its listeners were told (jobs end before that)."""
+    spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()
+
+
 def tasks(spark: Any, tag: str) -> dict[int, tuple[list[int], int]]:
     """The jobs tagged ``tag``: for each, its tasks' launch times and its completion time (ms)."""
     sc = spark.sparkContext
     store = sc._jsc.sc().statusStore()
-    time.sleep(0.5)  # (Spark's listener bus records the jobs' ends after they return)
+    settled(spark)
     found = {}
     for job_id in sc._jsc.sc().statusTracker().getJobIdsForTag(tag):
         job = store.job(job_id)
@@ -89,13 +94,29 @@ def test_a_broadcast_the_first_collects_beforehand_does_not_start_the_second(spa
     assert max(join_launches) <= min(then_launches)
 
 
-def test_the_first_actions_failure_is_raised_and_the_second_never_runs(spark: Any) -> None:
+def test_the_first_actions_failure_is_raised_and_cancels_the_second(spark: Any) -> None:
+    """The second action (a task of 400 rows of 0.1 s), started once the first's job was, is
+    cancelled rather than waited for, and its cancellation is not what is raised."""
     from pyspark.sql import functions as F
 
+    failing = spark.range(0, 2, 1, 2).select(sleep(F.lit(300).cast("bigint")), F.raise_error(F.lit("bad first")))
+    long = spark.range(0, 400, 1, 1).select(sleep(F.lit(100).cast("bigint")))
+    started = time.monotonic()
+    with pytest.raises(Exception, match="bad first"):
+        in_tail(spark, written(failing), written(long))
+    assert time.monotonic() - started < 25
+    settled(spark)
+    assert list(spark.sparkContext._jsc.sc().statusTracker().getActiveJobIds()) == []
+
+
+def test_a_failure_before_the_first_submits_a_job_never_starts_the_second(spark: Any) -> None:
     ran: list[bool] = []
-    failing = spark.range(0, 2, 1, 2).select(F.raise_error(F.lit("the first action's rows are bad")))
-    with pytest.raises(Exception, match="the first action's rows are bad"):
-        in_tail(spark, written(failing), lambda: ran.append(True))
+
+    def failing() -> None:
+        raise ValueError("no job at all")
+
+    with pytest.raises(ValueError, match="no job at all"):
+        in_tail(spark, failing, lambda: ran.append(True))
     assert ran == []
 
 
@@ -110,4 +131,5 @@ def test_the_second_actions_failure_is_raised_and_cancels_the_first(spark: Any) 
     with pytest.raises(Exception, match="the second action's rows are bad"):
         in_tail(spark, written(long), written(failing))
     assert time.monotonic() - started < 25
+    settled(spark)
     assert list(spark.sparkContext._jsc.sc().statusTracker().getActiveJobIds()) == []

@@ -2,17 +2,21 @@
 
 A write whose tasks are uneven ends with its largest task running alone while the other cores
 wait. A second action that is short and independent of the first can run there: it is started, from
-a thread of its own, once every task of the first action's job has started. Spark's FIFO scheduler
-runs a job's tasks before those of any job submitted after it, so the second action's tasks take
-the cores the first's leave free; under the FAIR scheduler they share the pool's cores from then on.
+a thread of its own, once the first action's job is submitted. Spark's scheduler runs a job's tasks
+before those of a job submitted after it to the same pool (first in, first out: the default, and
+within each pool of the FAIR scheduler unless the pool says otherwise), so the second action's tasks
+start once all the first's have, and take the cores the first's last tasks leave free. The first
+action is meant to be one job of one stage (a scan, joined with a broadcast, written): the jobs of
+an earlier stage would let the second action in before the later ones.
 
 The first action's jobs are found by a job tag of their own. A broadcast it collects runs as a job
 of its own beforehand, carrying the tag too (with Spark's tag for the broadcast): it does not count,
-or the second action would start before the first had submitted the job that does the work.
+or the second action's job would come before the one that does the work.
 
-Either action's failure cancels the other's jobs and is raised once both have stopped; the other's
-own failure, from that cancellation, is not. Without Python threads pinned to JVM threads (where a
-thread's job tags are its own) the two actions run one after the other.
+Either action's failure cancels the other's jobs (those submitted after it too) and is raised once
+both have stopped; the other's own failure, from that cancellation, is not. Without Python threads
+pinned to JVM threads (where a thread's job tags are its own) the two actions run one after the
+other.
 """
 
 from __future__ import annotations
@@ -36,8 +40,8 @@ _BROADCAST_TAG = "broadcast exchange"
 
 
 def in_tail(spark: SparkSession, first: Callable[[], A], then: Callable[[], B]) -> tuple[A, B]:
-    """Run ``first`` on this thread and ``then`` on another, started once every task of the job
-    ``first`` submits has started (or ``first`` has ended); both results.
+    """Run ``first`` on this thread and ``then`` on another, started once ``first`` has submitted
+    its job (or has ended); both results.
 
     Raises:
         whatever failed first: ``first``'s error, or ``then``'s (the other's jobs are cancelled)."""
@@ -63,20 +67,18 @@ def in_tail(spark: SparkSession, first: Callable[[], A], then: Callable[[], B]) 
 
     def second() -> None:
         try:
-            while not ended.wait(POLL_SECONDS) and not _launched(sc, first_tag):
+            while not ended.wait(POLL_SECONDS) and not _submitted(sc, first_tag):
                 pass
-        except Exception:  # (Spark's status unreadable: ``then`` starts now, as it would at the end anyway)
-            pass
-        with lock:
-            if failures:
-                return
-        sc.addJobTag(then_tag)
-        try:
-            results.append(then())
+            with lock:
+                if failures:
+                    return
+            sc.addJobTag(then_tag)
+            try:
+                results.append(then())
+            finally:
+                sc.removeJobTag(then_tag)
         except BaseException as error:  # (raised on the calling thread)
             fail(error, first_tag)
-        finally:
-            sc.removeJobTag(then_tag)
 
     helper = InheritableThread(target=second, daemon=True)  # (the caller's job group, pool, tags)
     helper.start()
@@ -88,24 +90,28 @@ def in_tail(spark: SparkSession, first: Callable[[], A], then: Callable[[], B]) 
     finally:
         sc.removeJobTag(first_tag)
         ended.set()
-    helper.join()
+    while helper.is_alive():  # (a job ``then`` submits after ``first`` failed is cancelled too)
+        helper.join(POLL_SECONDS)
+        if failures:
+            sc.cancelJobsWithTag(then_tag)
     if failures:
         raise failures[0]
+    if not results:  # (the thread ended before it ran ``then``, without an error of ``then``'s)
+        results.append(then())
     return value, results[0]
 
 
-def _launched(sc: Any, tag: str) -> bool:
-    """Whether a job tagged ``tag`` (not a broadcast's) has started all its tasks or has succeeded."""
-    tracker = sc._jsc.sc().statusTracker()
-    store = sc._jsc.sc().statusStore()
-    for job_id in tracker.getJobIdsForTag(tag):
-        job = store.job(job_id)
-        if any(t.startswith(_BROADCAST_TAG) for t in str(job.jobTags().mkString(",")).split(",")):
-            continue  # (a job tag holds no comma)
-        status = str(job.status())
-        if status != "RUNNING":
-            return status == "SUCCEEDED"  # (a failed one: ``first`` raises, and ``then`` is not run)
-        started = job.numActiveTasks() + job.numCompletedTasks() + job.numSkippedTasks()
-        if started >= job.numTasks():
-            return True
+def _submitted(sc: Any, tag: str) -> bool:
+    """Whether a job tagged ``tag``, not a broadcast's, is running (Spark's status store records a
+    job as it starts, where it may record its tasks' starts late, by up to a heartbeat)."""
+    try:
+        store = sc._jsc.sc().statusStore()
+        for job_id in sc._jsc.sc().statusTracker().getJobIdsForTag(tag):
+            job = store.job(job_id)
+            if any(t.startswith(_BROADCAST_TAG) for t in str(job.jobTags().mkString(",")).split(",")):
+                continue  # (a job tag holds no comma)
+            if str(job.status()) == "RUNNING":
+                return True
+    except Exception:  # (Spark's status unreadable: ``then`` starts now, as it would at the end anyway)
+        return True
     return False

@@ -111,12 +111,17 @@ class Direct:
     def write(self, rows: DataFrame, *, then: DataFrame | None = None) -> None:
         """Write ``rows`` (the table's columns, in its order) as new data files of the commit; with
         ``then``, those rows too, in a write of their own whose tasks run in the idle tail of the
-        first's (:func:`lakemerge.spark.tail.in_tail`: for a first write of uneven tasks)."""
+        first's (:func:`lakemerge.spark.tail.in_tail`: for a first write of uneven tasks). That
+        write goes through a transaction of its own on the same snapshot, never committed: Delta's
+        transaction keeps state of its writes (metrics, post-commit hooks) that two threads must
+        not change at once; its files are this commit's."""
         if then is None:
             written = [self.txn.writeFiles(rows._jdf)]
         else:
+            option = jclass(self.spark, "scala.Option")
+            beside = self.txn.deltaLog().startTransaction(option.empty(), option.apply(self.txn.snapshot()))
             written = list(
-                in_tail(self.spark, lambda: self.txn.writeFiles(rows._jdf), lambda: self.txn.writeFiles(then._jdf))
+                in_tail(self.spark, lambda: self.txn.writeFiles(rows._jdf), lambda: beside.writeFiles(then._jdf))
             )
         for files in written:
             self.written.add(len(self.actions))

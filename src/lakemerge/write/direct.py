@@ -10,8 +10,9 @@ with deletion vectors, its row index), so the batch knows the files it touches:
   their keys can be broadcast, each stored row looks its key up in a broadcast of the changed keys
   alone: the touched files are never shuffled, each written back as it is read, and the new rows
   of a batch small enough to broadcast go to one more file. Those of a bigger batch are written by
-  a job of their own, started once every touched file's task has: the files' tasks are as uneven as
-  the files, and the new rows' tasks fill the cores the last of them leave idle. Otherwise (a
+  a job of their own, submitted after the rewrite's, whose tasks Spark runs once every touched file's
+  task has started: the files' tasks are as uneven as the files, and the new rows' tasks fill the
+  cores the last of them leave idle. Otherwise (a
   batch lacking some of the table's columns, whose updates keep the stored values of those, or one
   with too many keys) each stored row is joined with its key's whole change (broadcast when the
   batch is small).
