@@ -100,13 +100,7 @@ def test_the_first_actions_failure_is_raised_and_cancels_the_second(spark: Any) 
     from pyspark.sql import functions as F
 
     failing = spark.range(0, 2, 1, 2).select(sleep(F.lit(300).cast("bigint")), F.raise_error(F.lit("bad first")))
-    long = spark.range(0, 400, 1, 1).select(sleep(F.lit(100).cast("bigint")))
-    started = time.monotonic()
-    with pytest.raises(Exception, match="bad first"):
-        in_tail(spark, written(failing), written(long))
-    assert time.monotonic() - started < 25
-    settled(spark)
-    assert list(spark.sparkContext._jsc.sc().statusTracker().getActiveJobIds()) == []
+    raised_and_cancelled(spark, "bad first", lambda long: (written(failing), written(long)))
 
 
 def test_a_failure_before_the_first_submits_a_job_never_starts_the_second(spark: Any) -> None:
@@ -125,11 +119,19 @@ def test_the_second_actions_failure_is_raised_and_cancels_the_first(spark: Any) 
     (a task of 400 rows of 0.1 s) is cancelled rather than waited for."""
     from pyspark.sql import functions as F
 
-    failing = spark.range(0, 2, 1, 2).select(F.raise_error(F.lit("the second action's rows are bad")))
+    failing = spark.range(0, 2, 1, 2).select(F.raise_error(F.lit("bad second")))
+    raised_and_cancelled(spark, "bad second", lambda long: (written(long), written(failing)))
+
+
+def raised_and_cancelled(spark: Any, error: str, actions: Callable[[Any], tuple[Any, Any]]) -> None:
+    """``in_tail`` of the two ``actions`` made with a long frame (a task of 400 rows of 0.1 s) raises
+    ``error`` well before that frame's 40 s, and leaves no job running."""
+    from pyspark.sql import functions as F
+
     long = spark.range(0, 400, 1, 1).select(sleep(F.lit(100).cast("bigint")))
     started = time.monotonic()
-    with pytest.raises(Exception, match="the second action's rows are bad"):
-        in_tail(spark, written(long), written(failing))
+    with pytest.raises(Exception, match=error):
+        in_tail(spark, *actions(long))
     assert time.monotonic() - started < 25
     settled(spark)
     assert list(spark.sparkContext._jsc.sc().statusTracker().getActiveJobIds()) == []
