@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 A = TypeVar("A")
 B = TypeVar("B")
 
-#: How often (seconds) the second action's thread looks at the first action's tasks.
+#: How often (seconds) the second action's thread looks for the first action's job.
 POLL_SECONDS = 0.05
 
 #: The start of the tag Spark gives the job collecting a broadcast.
