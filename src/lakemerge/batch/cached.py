@@ -18,10 +18,10 @@ class Cached:
     def __init__(self) -> None:
         self.frames: list[DataFrame] = []
 
-    def persist(self, frame: DataFrame) -> DataFrame:
+    def persist(self, frame: DataFrame, *, compressed: bool = True) -> DataFrame:
         """``frame``, persisted and kept for :meth:`release`: the frame to build on, whose plan is
-        the cached data (:func:`lakemerge.spark.cache.persisted`)."""
-        kept, leaf = persisted(frame)
+        the cached data (:func:`lakemerge.spark.cache.persisted`, ``compressed`` too)."""
+        kept, leaf = persisted(frame, compressed=compressed)
         self.frames.append(kept)
         return leaf
 

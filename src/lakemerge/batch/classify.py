@@ -77,7 +77,8 @@ def classify_batch(
     cached: Cached,
     counted: bool,
 ) -> Classified:
-    """Collapse and classify ``valid`` against ``stored`` (cached when the batch is ``counted``)."""
+    """Collapse and classify ``valid`` against ``stored`` (cached when the batch is ``counted``,
+    without column compression: :mod:`lakemerge.spark.cache`)."""
     if table.scd2:
         history = scd2.build(
             table, valid, stored.rows, tombstones=tombstones.rows, data_columns=data_columns, partial=partial
@@ -108,7 +109,7 @@ def classify_batch(
         table_tombstones=stored.of_keys and table.tombstones,
         row_index=table.write_mode == "deletion_vectors" and store.marks_rows(stored.snapshot),
     )
-    return Classified(cached.persist(classified) if counted else classified, None, ranges)
+    return Classified(cached.persist(classified, compressed=False) if counted else classified, None, ranges)
 
 
 def _candidates(
