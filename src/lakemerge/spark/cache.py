@@ -12,8 +12,8 @@ is the cached data alone (Spark's in-memory relation): one leaf to analyse and m
 Spark compresses each column it caches (its setting ``spark.sql.inMemoryColumnarStorage.compressed``)
 and, in a PySpark session, the serialized blocks those columns are stored in too
 (``spark.rdd.compress``, which PySpark turns on). A frame persisted with ``compressed=False`` skips
-the first: caching a classification of 1.5 M changes of TPC-H orders took 4.2-5.0 s without it
-against 5.8 s with it, and 75 MB against 66 MB of memory (bench/RESULTS.md, "The classification
+the first: computing and caching 1.5 M collapsed changes of TPC-H orders took 4.0-4.1 s without it
+against 5.9-6.3 s with it, and 70 MB of memory against 63 MB (bench/RESULTS.md, "The classification
 cached without column compression")."""
 
 from __future__ import annotations
