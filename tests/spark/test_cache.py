@@ -1,6 +1,6 @@
 """Persisted frames planned as a leaf (lakemerge.spark.cache): what a batch builds on its cached
 records reads the cache without carrying, analysing and matching the records' whole plan again;
-a frame of a known row count is cached without compression where it fits in free storage memory."""
+a frame can be cached without Spark's column compression, as a batch caches its classification."""
 
 from __future__ import annotations
 
