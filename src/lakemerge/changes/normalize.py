@@ -24,7 +24,7 @@ from lakemerge.feeds.files import FeedFile
 from lakemerge.feeds.readers import RawFeed
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 _GENERATED = re.compile(r"^c(\d+)$")
 _DELIMITED = ("csv", "text")
@@ -73,14 +73,49 @@ def normalize(
     if problem is not None:
         key, message = problem
         raise ConfigError(f"{files[0].path}: {message}; nothing was applied", key=f"tables.{table.name}.{key}")
-    frame = raw.frame
     # The checks are SQL text, each expression parsed once: built of PySpark's functions, a JSON
     # record of 13 columns cost about 340 calls into the JVM a batch, as text about 60. Errors are
     # (condition, reason) pairs; the first that holds is the row's reason.
     errors: list[tuple[str, str]] = [(f"{quoted(C.MALFORMED)} IS NOT NULL", quoted(C.MALFORMED))]
+    casts = _casts(spark, feed, raw, errors)
+    op, op_errors = _operation(feed, files, offset)
+    # Key and sequence must be present (a truncate needs no key; an ignored record needs neither).
+    for name in table.key:
+        errors.append((f"{quoted(name)} IS NULL AND NOT ({op}) IN ('T', 'N')", sql_string(f"null key column '{name}'")))
+    for name in table.sequence:
+        errors.append((f"{quoted(name)} IS NULL AND ({op}) <> 'N'", sql_string(f"null sequence column '{name}'")))
+    errors.extend(op_errors)
+    error = F.expr("CASE " + " ".join(f"WHEN {c} THEN {r}" for c, r in errors) + " END")
 
-    # Types: delimited formats read strings; cast them, and any column with a configured type.
-    # (JSON records given as a DataFrame are read as text too.)
+    data_columns = [c for c in raw.columns if c != feed.op_column and _kept(table, feed, c)]
+    selected = [F.expr(f"{casts[c]} AS {quoted(c)}") if c in casts else col(c) for c in data_columns]
+    derived = _derived_column(table, feed, files, batch_number=batch_number, offset=offset)
+    if derived is not None:
+        selected.append(derived[1].alias(derived[0]))
+        data_columns.append(derived[0])
+    frame = raw.frame.select(
+        *selected,
+        F.expr(f"{op} AS {quoted(C.OP)}"),
+        error.alias(C.ERROR),
+        C.FILE,
+        C.BLOCK,
+        C.ROW_ID,
+        F.when(error.isNotNull(), _raw_record(feed, raw)).alias(C.RAW),
+        F.lit(raw.header_lines).alias(C.HEADER),
+        _replaced(feed, raw).alias(C.REPLACED),
+        *([C.PLACE] if C.PLACE in raw.frame.columns else []),
+    )
+    return ChangeSet(
+        frame=frame, data_columns=tuple(data_columns), header_lines=raw.header_lines, row_data=raw.row_data
+    )
+
+
+def _casts(
+    spark: SparkSession, feed: FeedConfig | RecordsConfig, raw: RawFeed, errors: list[tuple[str, str]]
+) -> dict[str, str]:
+    """The cast of each column that has a type to take, by name; a value it cannot convert is an
+    error (appended to ``errors``). Delimited formats read strings, and so do JSON records given as
+    a DataFrame: the feed's schema types them, and ``types`` types any column."""
     as_text = feed.format in _DELIMITED or (isinstance(feed, RecordsConfig) and feed.format == "json")
     targets = dict(_ddl_types(feed.schema_ddl) if feed.schema_ddl and as_text else {})
     targets.update(feed.types)
@@ -95,19 +130,22 @@ def normalize(
         message = sql_string(f"cannot convert column '{named}' value '%s' to {type_name}")
         errors.append((f"{value} IS NOT NULL AND {cast} IS NULL", f"format_string({message}, {value})"))
         casts[name] = cast
+    return casts
 
-    op, op_errors = _operation(feed, files, offset)
-    # Key and sequence must be present (a truncate needs no key; an ignored record needs neither).
-    for name in table.key:
-        errors.append((f"{quoted(name)} IS NULL AND NOT ({op}) IN ('T', 'N')", sql_string(f"null key column '{name}'")))
-    for name in table.sequence:
-        errors.append((f"{quoted(name)} IS NULL AND ({op}) <> 'N'", sql_string(f"null sequence column '{name}'")))
-    errors.extend(op_errors)
-    error = F.expr("CASE " + " ".join(f"WHEN {c} THEN {r}" for c, r in errors) + " END")
 
-    data_columns = [c for c in raw.columns if c != feed.op_column and _kept(table, feed, c)]
-    selected = [F.expr(f"{casts[c]} AS {quoted(c)}") if c in casts else col(c) for c in data_columns]
-    # A DMS full load precedes every change of its table (docs/semantics.md §10 Operation codes).
+def _derived_column(
+    table: TableConfig,
+    feed: FeedConfig | RecordsConfig,
+    files: Sequence[FeedFile],
+    *,
+    batch_number: int,
+    offset: int,
+) -> tuple[str, Column] | None:
+    """The column lakemerge derives for ordering, with its name: the file's sequence number when the
+    table has no sequence columns, or the load phase; a DMS full load precedes every change of its
+    table (docs/semantics.md §10 Operation codes)."""
+    from pyspark.sql import functions as F
+
     loads = [i + offset for i, f in enumerate(files) if is_full_load(feed, f)]
     if not table.sequence:
         order = feed.file_order
@@ -123,42 +161,38 @@ def normalize(
         ]
         numbers = F.create_map(*[x for i, n in enumerate(per_file) for x in (F.lit(i + offset), F.lit(n))])
         number = F.lit(per_file[0]) if len(set(per_file)) == 1 else numbers[F.col(C.FILE)]
-        selected.append(number.cast("long").alias(FILE_SEQUENCE_COLUMN))
-        data_columns.append(FILE_SEQUENCE_COLUMN)
-    elif table.load_phase:
+        return FILE_SEQUENCE_COLUMN, number.cast("long")
+    if table.load_phase:
         phase = F.when(F.col(C.FILE).isin(loads), F.lit(0)).otherwise(F.lit(1)) if loads else F.lit(1)
-        selected.append(phase.cast("int").alias(LOAD_PHASE_COLUMN))
-        data_columns.append(LOAD_PHASE_COLUMN)
-    # The raw record of a bad row, for messages and the quarantine: as read when the reader kept
-    # it, else the fields joined by the delimiter (delimited formats) or the row as JSON.
+        return LOAD_PHASE_COLUMN, phase.cast("int")
+    return None
+
+
+def _raw_record(feed: FeedConfig | RecordsConfig, raw: RawFeed) -> Column:
+    """A row's raw record, for messages and the quarantine: as read when the reader kept it, else the
+    fields joined by the delimiter (delimited formats) or the row as JSON."""
+    from pyspark.sql import functions as F
+
     originals = [quoted(c) for c in raw.columns]
     if isinstance(feed, FeedConfig) and feed.format == "csv":
         fields = ", ".join(f"coalesce(CAST({c} AS STRING), '')" for c in originals)
         rebuilt = f"concat_ws({sql_string(feed.delimiter)}, {fields})"
     else:
         rebuilt = f"to_json(struct({', '.join(originals)}))"
-    record = F.when(error.isNotNull(), F.expr(f"coalesce({quoted(C.RAW)}, {rebuilt})"))
-    # Rows a UTF-8 decoder may have put U+FFFD in (lakemerge.feeds.utf8 tells which are bad).
+    return F.expr(f"coalesce({quoted(C.RAW)}, {rebuilt})")
+
+
+def _replaced(feed: FeedConfig | RecordsConfig, raw: RawFeed) -> Column:
+    """Whether a UTF-8 decoder may have put U+FFFD in the row (:mod:`lakemerge.feeds.utf8` tells
+    which rows are bad)."""
+    from pyspark.sql import functions as F
+
+    if not (isinstance(feed, FeedConfig) and feed.format in utf8.DECODED and utf8.checks(feed)):
+        return F.lit(False)
     texts = [
         col(f.name) for f in raw.frame.schema.fields if f.name in raw.columns and f.dataType.typeName() == "string"
     ]
-    decoded = isinstance(feed, FeedConfig) and feed.format in utf8.DECODED and utf8.checks(feed)
-    replaced = utf8.replaced([*texts, F.col(C.RAW)]) if decoded else F.lit(False)
-    frame = frame.select(
-        *selected,
-        F.expr(f"{op} AS {quoted(C.OP)}"),
-        error.alias(C.ERROR),
-        C.FILE,
-        C.BLOCK,
-        C.ROW_ID,
-        record.alias(C.RAW),
-        F.lit(raw.header_lines).alias(C.HEADER),
-        replaced.alias(C.REPLACED),
-        *([C.PLACE] if C.PLACE in frame.columns else []),
-    )
-    return ChangeSet(
-        frame=frame, data_columns=tuple(data_columns), header_lines=raw.header_lines, row_data=raw.row_data
-    )
+    return utf8.replaced([*texts, F.col(C.RAW)])
 
 
 def _operation(
