@@ -95,7 +95,7 @@ def test_a_broadcast_the_first_collects_beforehand_does_not_start_the_second(spa
 
 
 def test_the_first_actions_failure_is_raised_and_cancels_the_second(spark: Any) -> None:
-    """The second action (a task of 400 rows of 0.1 s), started once the first's job was, is
+    """The second action (a task of 1,200 rows of 0.1 s), started once the first's job was, is
     cancelled rather than waited for, and its cancellation is not what is raised."""
     from pyspark.sql import functions as F
 
@@ -116,7 +116,7 @@ def test_a_failure_before_the_first_submits_a_job_never_starts_the_second(spark:
 
 def test_the_second_actions_failure_is_raised_and_cancels_the_first(spark: Any) -> None:
     """Raised as the second action's own error, not as the cancellation of the first, whose job
-    (a task of 400 rows of 0.1 s) is cancelled rather than waited for."""
+    (a task of 1,200 rows of 0.1 s) is cancelled rather than waited for."""
     from pyspark.sql import functions as F
 
     failing = spark.range(0, 2, 1, 2).select(F.raise_error(F.lit("bad second")))
@@ -124,14 +124,14 @@ def test_the_second_actions_failure_is_raised_and_cancels_the_first(spark: Any) 
 
 
 def raised_and_cancelled(spark: Any, error: str, actions: Callable[[Any], tuple[Any, Any]]) -> None:
-    """``in_tail`` of the two ``actions`` made with a long frame (a task of 400 rows of 0.1 s) raises
-    ``error`` well before that frame's 40 s, and leaves no job running."""
+    """``in_tail`` of the two ``actions`` made with a long frame (a task of 1,200 rows of 0.1 s) raises
+    ``error`` well before that frame's 120 s, and leaves no job running."""
     from pyspark.sql import functions as F
 
-    long = spark.range(0, 400, 1, 1).select(sleep(F.lit(100).cast("bigint")))
+    long = spark.range(0, 1200, 1, 1).select(sleep(F.lit(100).cast("bigint")))
     started = time.monotonic()
     with pytest.raises(Exception, match=error):
         in_tail(spark, *actions(long))
-    assert time.monotonic() - started < 25
+    assert time.monotonic() - started < 60
     settled(spark)
     assert list(spark.sparkContext._jsc.sc().statusTracker().getActiveJobIds()) == []
