@@ -1,4 +1,5 @@
-"""Shared fixtures: one SparkSession for the whole run, small and quiet.
+"""Shared fixtures: one SparkSession for the whole run (for each worker process, with ``-n 2``),
+small and quiet.
 
 Hypothesis: the suite draws the same examples on every run (profile ``suite``, derandomized), so that
 its time is the same from run to run and a failure reproduces; ``--hypothesis-profile explore`` draws
@@ -7,8 +8,11 @@ new ones on each run, to look for failures the fixed draw misses.
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from hypothesis import settings
@@ -20,25 +24,44 @@ settings.register_profile("explore", derandomize=False, print_blob=True)
 settings.load_profile("suite")
 
 
+@contextmanager
+def _one_start_at_a_time() -> Iterator[None]:
+    """Worker processes (pytest-xdist) start their sessions one after the other: each resolves the
+    Spark packages through Ivy's cache in the user's home, which two resolutions at once can leave
+    half written."""
+    if "PYTEST_XDIST_WORKER" not in os.environ or sys.platform == "win32":
+        yield
+        return
+    import fcntl
+
+    with open(os.path.join(tempfile.gettempdir(), f"lakemerge-tests-{os.getuid()}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
     from lakemerge.streams.sources import KAFKA_PACKAGE
 
-    session = lakemerge.get_spark(
-        lakemerge.SparkSettings(
-            master="local[2]",
-            app_name="lakemerge-tests",
-            packages=(KAFKA_PACKAGE,),  # (the streaming tests read Kafka)
-            conf={
-                "spark.sql.shuffle.partitions": "2",
-                "spark.default.parallelism": "2",
-                "spark.ui.enabled": "false",
-                # With the UI off nobody reads the SQL executions Spark keeps for it (a thousand by
-                # default, some 50 MB of plan descriptions in this suite's 1 GB driver).
-                "spark.sql.ui.retainedExecutions": "50",
-            },
+    with _one_start_at_a_time():
+        session = lakemerge.get_spark(
+            lakemerge.SparkSettings(
+                master="local[2]",
+                app_name="lakemerge-tests",
+                packages=(KAFKA_PACKAGE,),  # (the streaming tests read Kafka)
+                conf={
+                    "spark.sql.shuffle.partitions": "2",
+                    "spark.default.parallelism": "2",
+                    "spark.ui.enabled": "false",
+                    # With the UI off nobody reads the SQL executions Spark keeps for it (a thousand by
+                    # default, some 50 MB of plan descriptions in this suite's 1 GB driver).
+                    "spark.sql.ui.retainedExecutions": "50",
+                },
+            )
         )
-    )
     yield session
     session.stop()
 
