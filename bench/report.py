@@ -78,16 +78,23 @@ def plot(results: list[dict[str, Any]], target: str) -> None:
                 by_peer[r["peer"]].append((float(fraction), _median(r["times"])))
             if abs(float(fraction) * r["sf"] - 0.1) < 1e-9:
                 by_sf[r["peer"]].append((r["sf"], _median(r["times"])))
+    # One color and marker per peer, the same in both plots (Matplotlib's default cycle repeats after ten).
+    names = list(dict.fromkeys(r["peer"] for r in results))
+    palette = plt.get_cmap("tab20")
+    style = {
+        name: {"color": palette((2 * i) % 20 + (i // 10) % 2), "marker": "osD^v<>ph*"[i % 10]}
+        for i, name in enumerate(names)
+    }
     for peer, points in by_peer.items():
         points.sort()
-        left.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=peer)
+        left.plot([p[0] for p in points], [p[1] for p in points], label=peer, **style[peer])
     left.set_xscale("log")
     left.set_xlabel(f"batch size (% of table), SF{sfs[-1]:g}, clustered, uniform keys")
     left.set_ylabel("median seconds per batch")
     left.legend(fontsize=8)
     for peer, points in by_sf.items():
         points.sort()
-        right.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=peer)
+        right.plot([p[0] for p in points], [p[1] for p in points], label=peer, **style[peer])
     right.set_xscale("log")
     right.set_xlabel("TPC-H scale factor (same batch: 0.1 % of SF1, clustered)")
     right.set_ylabel("median seconds per batch")
