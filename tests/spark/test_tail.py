@@ -1,7 +1,8 @@
 """Two Spark actions, the second's tasks in the idle tail of the first's (lakemerge.spark.tail): they
 start once every task of the first's job has, while its last task still runs, and not while a
 broadcast the first collects beforehand runs; either action's failure is raised, the other's jobs
-cancelled; a first action failing before it submits a job never starts the second."""
+cancelled, those it submits later too; a first action failing before it submits a job never starts
+the second."""
 
 from __future__ import annotations
 
@@ -121,6 +122,31 @@ def test_the_second_actions_failure_is_raised_and_cancels_the_first(spark: Any) 
 
     failing = spark.range(0, 2, 1, 2).select(F.raise_error(F.lit("bad second")))
     raised_and_cancelled(spark, "bad second", lambda long: (written(long), written(failing)))
+
+
+def test_the_second_actions_failure_cancels_a_job_the_first_submits_after_it(spark: Any, monkeypatch: Any) -> None:
+    """Where Spark's status cannot be read, the second action starts at once; when it fails before
+    the first has submitted its job, that job is cancelled as it starts, not run to its end."""
+    import threading
+
+    from pyspark.sql import functions as F
+
+    import lakemerge.spark.tail as tail
+
+    monkeypatch.setattr(tail, "_submitted", lambda sc, tag: True)  # (what an unreadable status gives)
+    failed = threading.Event()
+    failing = spark.range(0, 2, 1, 2).select(F.raise_error(F.lit("bad second")))
+
+    def then() -> None:
+        try:
+            written(failing)()
+        finally:
+            failed.set()
+
+    def after_the_failure(action: Callable[[], None]) -> Callable[[], None]:
+        return lambda: (failed.wait(60), action())[1]
+
+    raised_and_cancelled(spark, "bad second", lambda long: (after_the_failure(written(long)), then))
 
 
 def raised_and_cancelled(spark: Any, error: str, actions: Callable[[Any], tuple[Any, Any]]) -> None:

@@ -58,12 +58,14 @@ def in_tail(spark: SparkSession, first: Callable[[], A], then: Callable[[], B]) 
     lock = threading.Lock()
     results: list[B] = []
 
-    def fail(error: BaseException, other_tag: str) -> None:
+    def fail(error: BaseException, other_tag: str) -> bool:
+        """Record ``error`` and cancel the other action's jobs, unless a failure came first."""
         with lock:
             if failures:
-                return
+                return False
             failures.append(error)
         sc.cancelJobsWithTag(other_tag)
+        return True
 
     def second() -> None:
         try:
@@ -78,7 +80,11 @@ def in_tail(spark: SparkSession, first: Callable[[], A], then: Callable[[], B]) 
             finally:
                 sc.removeJobTag(then_tag)
         except BaseException as error:  # (raised on the calling thread)
-            fail(error, first_tag)
+            if fail(error, first_tag):
+                # A job ``first`` submits after that is cancelled too (also one the cancellation
+                # came too early for: Spark cancels only the jobs it has started).
+                while not ended.wait(POLL_SECONDS):
+                    sc.cancelJobsWithTag(first_tag)
 
     helper = InheritableThread(target=second, daemon=True)  # (the caller's job group, pool, tags)
     helper.start()
