@@ -155,9 +155,28 @@ def raised_and_cancelled(spark: Any, error: str, actions: Callable[[Any], tuple[
     from pyspark.sql import functions as F
 
     long = spark.range(0, 1200, 1, 1).select(sleep(F.lit(100).cast("bigint")))
+    settled(spark)
+    earlier = {job_id for job_id, *_ in jobs_since(spark, set())}
     started = time.monotonic()
     with pytest.raises(Exception, match=error):
         in_tail(spark, *actions(long))
-    assert time.monotonic() - started < 60
+    took = time.monotonic() - started
     settled(spark)
+    assert took < 60, f"raised after {took:.0f} s; the jobs, in order: {jobs_since(spark, earlier)}"
     assert list(spark.sparkContext._jsc.sc().statusTracker().getActiveJobIds()) == []
+
+
+def jobs_since(spark: Any, earlier: set[int]) -> list[tuple[int, str, str, float]]:
+    """The jobs not in ``earlier``: id, status, tags and seconds from submission to completion."""
+    listed = spark.sparkContext._jsc.sc().statusStore().jobsList(None)
+    found = []
+    for index in range(listed.size()):
+        job = listed.apply(index)
+        if int(job.jobId()) in earlier:
+            continue
+        submitted, completed = job.submissionTime(), job.completionTime()
+        seconds = -1.0
+        if submitted.isDefined() and completed.isDefined():
+            seconds = (completed.get().getTime() - submitted.get().getTime()) / 1000
+        found.append((int(job.jobId()), str(job.status()), str(job.jobTags().mkString(",")), seconds))
+    return sorted(found)
