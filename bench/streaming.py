@@ -119,9 +119,11 @@ def _spark() -> Any:
     from bench.peers import BASE_CONF
     from lakemerge.config.spark import SparkSettings
     from lakemerge.spark import get_spark
-    from lakemerge.streams.sources import KAFKA_PACKAGE
+    from lakemerge.spark.versions import installed_pairing
 
-    settings = SparkSettings(master="local[2]", app_name="bench", conf=dict(BASE_CONF), packages=(KAFKA_PACKAGE,))
+    settings = SparkSettings(
+        master="local[2]", app_name="bench", conf=dict(BASE_CONF), packages=(installed_pairing().kafka,)
+    )
     return get_spark(settings)
 
 

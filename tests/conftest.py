@@ -44,14 +44,14 @@ def _one_start_at_a_time() -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
-    from lakemerge.streams.sources import KAFKA_PACKAGE
+    from lakemerge.spark.versions import installed_pairing
 
     with _one_start_at_a_time():
         session = lakemerge.get_spark(
             lakemerge.SparkSettings(
                 master="local[2]",
                 app_name="lakemerge-tests",
-                packages=(KAFKA_PACKAGE,),  # (the streaming tests read Kafka)
+                packages=(installed_pairing().kafka,),  # (the streaming tests read Kafka)
                 conf={
                     "spark.sql.shuffle.partitions": "2",
                     "spark.default.parallelism": "2",

@@ -13,6 +13,7 @@ import pytest
 
 import lakemerge
 from lakemerge.spark.session import session_conf
+from lakemerge.spark.versions import installed_pairing
 from tests.helpers import read_table, table_version, write_lines
 
 _names = itertools.count()
@@ -156,7 +157,7 @@ def test_hive_settings_name_tables_and_place_the_metastore_beside_the_pipeline(t
         f"jdbc:derby:;databaseName={tmp_path / 'etc' / 'metastore'}/metastore_db"
     )
     assert conf["spark.sql.warehouse.dir"] == str(tmp_path / "etc" / "warehouse")
-    assert conf["spark.jars.packages"].startswith("io.delta:delta-spark_4.1_2.13:")
+    assert conf["spark.jars.packages"].startswith(f"io.delta:delta-spark_{installed_pairing().spark}_2.13:")
 
     service = lakemerge.SparkSettings(
         master="spark://h:7077",

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from lakemerge.spark.session import DELTA_PACKAGE, get_spark
+from lakemerge.spark.session import get_spark
 
-__all__ = ["DELTA_PACKAGE", "get_spark"]
+__all__ = ["get_spark"]

@@ -18,18 +18,10 @@ from typing import TYPE_CHECKING
 
 from lakemerge import packaged
 from lakemerge.config.spark import SparkSettings
-from lakemerge.spark import localfs
+from lakemerge.spark import localfs, versions
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-#: The Delta artifact pinned to our PySpark minor version (Spark 4.1, Scala 2.13).
-DELTA_PACKAGE = "io.delta:delta-spark_4.1_2.13:4.4.0"
-
-#: Spark's Avro data source. Its newest Spark 4.1 release on Maven Central is 4.1.1 (the later
-#: 4.1 patch releases published no spark-avro artifact); the data source API is stable within 4.1.
-AVRO_PACKAGE = "org.apache.spark:spark-avro_2.13:4.1.1"
-
 
 #: PySpark's setting for recording the Python call site of every column expression.
 DEBUGGING = "spark.python.sql.dataFrameDebugging.enabled"
@@ -198,7 +190,8 @@ def session_conf(settings: SparkSettings) -> dict[str, str]:
         options = _with_local_jvm(conf.pop(_DRIVER_OPTIONS, ""), " ".join(elsewhere))
         if options:
             conf[_DRIVER_OPTIONS] = options
-    packages = [DELTA_PACKAGE, AVRO_PACKAGE, *settings.packages]
+    matching = versions.installed_pairing()
+    packages = [matching.delta, matching.avro, *settings.packages]
     extra = conf.get("spark.jars.packages")
     if extra:
         packages.extend(p.strip() for p in extra.split(",") if p.strip())

@@ -196,7 +196,7 @@ _RESTARTS = 3
 
 
 def _progress_glitch(query: StreamingQuery) -> bool:
-    """Whether the query ended because Spark 4.1.1's Kafka source failed to report the progress of
+    """Whether the query ended because the Kafka source (Spark 4.1.1) failed to report the progress of
     a micro-batch it ran again after a restart (a null pointer in ``KafkaMicroBatchStream.metrics``,
     SPARK-55271): the micro-batch itself ran and committed, and a query started again continues."""
     try:

@@ -11,24 +11,26 @@ from typing import TYPE_CHECKING
 
 from lakemerge.config import PipelineConfig, SparkSettings, TableConfig
 from lakemerge.config.stream import StreamConfig
+from lakemerge.spark import versions
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-#: Spark's Kafka source, pinned to the newest Spark 4.1 release Maven Central serves whole.
-KAFKA_PACKAGE = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.1.1"
+#: The artifact name of Spark's Kafka source, whatever its version.
+KAFKA_ARTIFACT = "org.apache.spark:spark-sql-kafka-0-10_"
 
 #: The schema of Spark's ``binaryFile`` source (only ``path`` is read).
 _FILES = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY"
 
 
 def with_kafka(pipeline: PipelineConfig) -> SparkSettings:
-    """The pipeline's Spark settings, with Spark's Kafka source among the packages when a table
-    streams from Kafka."""
+    """The pipeline's Spark settings, with the Kafka source of the installed Spark among the packages
+    when a table streams from Kafka (unless the pipeline names a Kafka source of its own)."""
     kafka = any(t.stream is not None and t.stream.source == "kafka" for t in pipeline.tables.values())
-    if not kafka or KAFKA_PACKAGE in pipeline.spark.packages:
+    if not kafka or any(p.startswith(KAFKA_ARTIFACT) for p in pipeline.spark.packages):
         return pipeline.spark
-    return pipeline.spark.model_copy(update={"packages": (*pipeline.spark.packages, KAFKA_PACKAGE)})
+    package = versions.installed_pairing().kafka
+    return pipeline.spark.model_copy(update={"packages": (*pipeline.spark.packages, package)})
 
 
 def stream_frame(spark: SparkSession, table: TableConfig, stream: StreamConfig) -> DataFrame:
