@@ -57,13 +57,33 @@ def spark_session(
     return get_spark(chosen, verbose=verbose)
 
 
-def spark_conf(pipeline: Pipeline, *, master: str | None = None) -> SparkConf:
-    """The Spark settings lakemerge starts the pipeline's session with, for ``spark-submit`` or
-    ``spark-defaults.conf`` on a cluster."""
+def _session(spark: SparkSession | None, settings: SparkSettings | None = None) -> SparkSession:
+    """``spark``, checked once for Delta (:func:`lakemerge.spark.checks.check_session`), or a
+    session started with ``settings``."""
+    if spark is None:
+        return spark_session(settings)
+    from lakemerge.spark.checks import check_session
+
+    check_session(spark)
+    return spark
+
+
+def spark_conf(pipeline: Pipeline, *, master: str | None = None, spark_version: str | None = None) -> SparkConf:
+    """The Spark settings lakemerge starts the pipeline's session with (Spark's Kafka source among
+    its packages when a table streams from Kafka), for ``spark-submit`` or ``spark-defaults.conf``
+    on a cluster whose Spark is ``spark_version`` (default: the installed PySpark's).
+
+    Raises:
+        ConfigError: ``spark_version`` (or the installed Spark) is not one lakemerge supports.
+    """
     from lakemerge.spark.session import session_conf
+    from lakemerge.spark.versions import installed_pairing, pairing
+    from lakemerge.streams.sources import with_kafka
 
     config = _pipeline(pipeline)
-    return SparkConf(master=master or config.spark.master, conf=session_conf(config.spark))
+    matching = pairing(spark_version) if spark_version else installed_pairing()
+    settings = with_kafka(config, matching)
+    return SparkConf(master=master or settings.master, conf=session_conf(settings, matching))
 
 
 def apply(
@@ -84,7 +104,7 @@ def apply(
     from lakemerge.batch.attempts import apply_table as apply_one
 
     config = _pipeline(pipeline)
-    session = spark or spark_session(config.spark)
+    session = _session(spark, config.spark)
     results = []
     for table in config.tables_named(tables):
         results.append(apply_one(table, spark=session, dry_run=dry_run))
@@ -99,7 +119,7 @@ def apply_table(
     """Apply the next batch of one table's feed (or of ``inputs``) in one commit (or plan it only)."""
     from lakemerge.batch.attempts import apply_table as apply_one
 
-    return apply_one(table, spark=spark or spark_session(), inputs=inputs, dry_run=dry_run)
+    return apply_one(table, spark=_session(spark), inputs=inputs, dry_run=dry_run)
 
 
 def apply_changes(
@@ -159,7 +179,7 @@ def transaction(
     from lakemerge.batch.transactions import Transaction, next_id
 
     config = _pipeline(pipeline)
-    session = spark or spark_session(config.spark)
+    session = _session(spark, config.spark)
     chosen = next_id(config, group, spark=session) if id is None else id
     if isinstance(chosen, bool) or not isinstance(chosen, int) or chosen < 1:
         raise ConfigError(f"a transaction's id is a number of 1 or more: {chosen!r}")
@@ -187,7 +207,7 @@ def run(
     config = _pipeline(pipeline)
     return run_pipeline(
         config,
-        spark=spark or spark_session(config.spark),
+        spark=_session(spark, config.spark),
         tables=[t.name for t in config.tables_named(tables)],
         watch=watch,
         interval=interval,
@@ -229,7 +249,7 @@ def stream(
     from lakemerge.streams.queries import run_streams
 
     config = _pipeline(pipeline)
-    session = spark or spark_session(stream_settings(config))
+    session = _session(spark, stream_settings(config))
     return run_streams(
         config, spark=session, tables=tables, available_now=available_now, stop=stop, on_result=on_result
     )
@@ -245,7 +265,7 @@ def skip(
 
     config = _pipeline(pipeline)
     chosen = config.table(table)
-    return skip_files(spark or spark_session(config.spark), chosen, files, reason=reason)
+    return skip_files(_session(spark, config.spark), chosen, files, reason=reason)
 
 
 def snapshot(pipeline: Pipeline, group: str, *, spark: SparkSession | None = None) -> GroupPoint | None:
@@ -253,7 +273,7 @@ def snapshot(pipeline: Pipeline, group: str, *, spark: SparkSession | None = Non
     from lakemerge.batch.groups import snapshot as group_snapshot
 
     config = _pipeline(pipeline)
-    return group_snapshot(config, group, spark=spark or spark_session(config.spark))
+    return group_snapshot(config, group, spark=_session(spark, config.spark))
 
 
 def snapshots(
@@ -268,7 +288,7 @@ def snapshots(
     names = list(groups or config.groups)
     if not names:
         raise ConfigError("the pipeline defines no group ([groups.NAME] with tables and state)", source=config.source)
-    session = spark or spark_session(config.spark)
+    session = _session(spark, config.spark)
     return {name: snapshot(config, name, spark=session) for name in names}
 
 
@@ -283,7 +303,7 @@ def rollback(
     """Restore the table to an earlier version; ``reapply`` makes the undone batches' files pending again."""
     from lakemerge.operations.rollback import rollback as rollback_table
 
-    session = spark or spark_session()
+    session = _session(spark)
     return rollback_table(session, path, to_version=to_version, to_timestamp=to_timestamp, reapply=reapply)
 
 
@@ -301,21 +321,21 @@ def register(
         t if t.catalog_name else t.model_copy(update={"catalog_name": f"{config.spark.database}.{t.name}"})
         for t in config.tables_named(tables)
     ]
-    return register_tables(spark or spark_session(config.spark), named)
+    return register_tables(_session(spark, config.spark), named)
 
 
 def history(path: str, *, limit: int | None = None, spark: SparkSession | None = None) -> list[CommitInfo]:
     """The table's commits, newest first, with each batch's metrics and applied files."""
     from lakemerge.operations import inspect
 
-    return inspect.history(spark or spark_session(), path, limit=limit)
+    return inspect.history(_session(spark), path, limit=limit)
 
 
 def show(path: str, *, sample: int = 10, spark: SparkSession | None = None) -> TableSummary:
     """The table's schema, row and file counts, size and a few rows."""
     from lakemerge.operations import inspect
 
-    return inspect.show(spark or spark_session(), path, sample=sample)
+    return inspect.show(_session(spark), path, sample=sample)
 
 
 def changed_records(
@@ -324,7 +344,7 @@ def changed_records(
     """The rows that ``version`` changed, before and after, ordered by key."""
     from lakemerge.operations import inspect
 
-    return inspect.changed_records(spark or spark_session(), path, version, key=key, limit=limit)
+    return inspect.changed_records(_session(spark), path, version, key=key, limit=limit)
 
 
 def quarantine(
@@ -335,7 +355,7 @@ def quarantine(
     from lakemerge.table.quarantine import list_quarantine
 
     path, where = (table.path, table.quarantine) if isinstance(table, TableConfig) else (table, quarantine_of(table))
-    return list_quarantine(spark or spark_session(), table_path=path, quarantine_path=where, limit=limit)
+    return list_quarantine(_session(spark), table_path=path, quarantine_path=where, limit=limit)
 
 
 def quarantine_of(path: str) -> str:
@@ -354,7 +374,7 @@ def vacuum(
     retention safety applies). ``now_ms`` moves the clock tombstone retention is measured against."""
     from lakemerge.operations.vacuum import vacuum as vacuum_table
 
-    return vacuum_table(spark or spark_session(), table, retain_hours=retain_hours, now_ms=now_ms)
+    return vacuum_table(_session(spark), table, retain_hours=retain_hours, now_ms=now_ms)
 
 
 def compact(
@@ -365,7 +385,7 @@ def compact(
     from lakemerge.operations.compact import compact as compact_table
 
     config = _pipeline(pipeline)
-    session = spark or spark_session(config.spark)
+    session = _session(spark, config.spark)
     return [compact_table(t, spark=session) for t in config.tables_named(tables)]
 
 
@@ -373,7 +393,7 @@ def report(path: str, out: str | os.PathLike[str], *, spark: SparkSession | None
     """Write a self-contained HTML page of the table's batch history, with plots, to ``out``."""
     from lakemerge.operations.report import write_report
 
-    return write_report(spark or spark_session(), path, str(out))
+    return write_report(_session(spark), path, str(out))
 
 
 def demo(workdir: str | os.PathLike[str], *, spark: SparkSession | None = None) -> DemoResult:
@@ -381,7 +401,7 @@ def demo(workdir: str | os.PathLike[str], *, spark: SparkSession | None = None) 
     inserts and updates and a file of deletes."""
     from lakemerge.demo import run_demo
 
-    return run_demo(Path(workdir), spark=spark or spark_session())
+    return run_demo(Path(workdir), spark=_session(spark))
 
 
 def read_current(spark: SparkSession, table: TableConfig) -> DataFrame:

@@ -167,6 +167,12 @@ def conf(
     defaults: Annotated[
         bool, typer.Option("--defaults", help="Print spark-defaults.conf lines instead of spark-submit options.")
     ] = False,
+    spark_version: Annotated[
+        str | None,
+        typer.Option(
+            "--spark-version", help="The cluster's Spark release, e.g. 4.1.4 (default: the installed PySpark's)."
+        ),
+    ] = None,
     master: MasterOpt = None,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -175,7 +181,7 @@ def conf(
 
     Starts no Spark session (``-v`` changes nothing here).
     """
-    result = api.spark_conf(pipeline, master=master)
+    result = api.spark_conf(pipeline, master=master, spark_version=spark_version)
     if defaults and not json_out:
         output.spark_defaults(result)
     else:

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 
 from lakemerge import packaged
 from lakemerge.config.spark import SparkSettings
-from lakemerge.spark import localfs, versions
+from lakemerge.errors import LakemergeError
+from lakemerge.spark import checks, localfs, startup, versions
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -139,8 +140,9 @@ def _own_folder() -> str:
     return os.path.join(tempfile.gettempdir(), f"lakemerge-{os.getuid() if hasattr(os, 'getuid') else 'user'}")
 
 
-def session_conf(settings: SparkSettings) -> dict[str, str]:
-    """Every Spark setting lakemerge starts a session with, the user's ``conf`` last.
+def session_conf(settings: SparkSettings, matching: versions.Pairing | None = None) -> dict[str, str]:
+    """Every Spark setting lakemerge starts a session with, the user's ``conf`` last; Delta's and
+    Avro's packages those of ``matching`` (default: the installed Spark's).
 
     The same settings serve ``spark-submit --conf`` and ``spark-defaults.conf`` on a cluster
     (``lakemerge conf PIPELINE`` prints them), so that a job submitted by a scheduler sees the
@@ -190,7 +192,7 @@ def session_conf(settings: SparkSettings) -> dict[str, str]:
         options = _with_local_jvm(conf.pop(_DRIVER_OPTIONS, ""), " ".join(elsewhere))
         if options:
             conf[_DRIVER_OPTIONS] = options
-    matching = versions.installed_pairing()
+    matching = matching or versions.installed_pairing()
     packages = [matching.delta, matching.avro, *settings.packages]
     extra = conf.get("spark.jars.packages")
     if extra:
@@ -205,11 +207,16 @@ def get_spark(settings: SparkSettings | None = None, *, verbose: bool = False) -
     An already running session (a notebook's, a test fixture's, a cluster job's) is reused as it
     is: it must have been started with Delta's jars and extension (``lakemerge conf`` prints the
     settings lakemerge would start it with).
+
+    Raises:
+        ConfigError: the installed Spark is not supported (before any JVM starts), the JVM did not
+            start (a package that does not resolve, no Java), or the active session lacks Delta.
     """
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
+        checks.check_session(active)
         return active
     settings = settings or SparkSettings()
     log_file = settings.log_file or default_log_file()
@@ -228,10 +235,21 @@ def get_spark(settings: SparkSettings | None = None, *, verbose: bool = False) -
     for key, value in conf.items():
         builder = builder.config(key, value)
     if verbose:
-        return builder.getOrCreate()
-    with _stderr_to(log_file):
         spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    else:
+        offset = startup.log_offset(log_file)
+        try:
+            with _stderr_to(log_file):
+                spark = builder.getOrCreate()
+        except LakemergeError:
+            raise
+        except Exception as exc:
+            reason = startup.diagnose(log_file, offset, conf["spark.jars.packages"], exc)
+            if reason is None:
+                raise
+            raise reason from None
+        spark.sparkContext.setLogLevel("ERROR")
+    checks.check_session(spark)
     return spark
 
 

@@ -23,13 +23,14 @@ KAFKA_ARTIFACT = "org.apache.spark:spark-sql-kafka-0-10_"
 _FILES = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY"
 
 
-def with_kafka(pipeline: PipelineConfig) -> SparkSettings:
-    """The pipeline's Spark settings, with the Kafka source of the installed Spark among the packages
-    when a table streams from Kafka (unless the pipeline names a Kafka source of its own)."""
+def with_kafka(pipeline: PipelineConfig, matching: versions.Pairing | None = None) -> SparkSettings:
+    """The pipeline's Spark settings, with the Kafka source of ``matching`` (default: the installed
+    Spark's) among the packages when a table streams from Kafka (unless the pipeline names a Kafka
+    source of its own)."""
     kafka = any(t.stream is not None and t.stream.source == "kafka" for t in pipeline.tables.values())
     if not kafka or any(p.startswith(KAFKA_ARTIFACT) for p in pipeline.spark.packages):
         return pipeline.spark
-    package = versions.installed_pairing().kafka
+    package = (matching or versions.installed_pairing()).kafka
     return pipeline.spark.model_copy(update={"packages": (*pipeline.spark.packages, package)})
 
 
