@@ -80,3 +80,16 @@ def _forget_tables() -> Iterator[None]:
     active = SparkSession.getActiveSession()
     if active is not None:
         active._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()  # type: ignore[union-attr]
+
+
+@pytest.fixture(scope="session")
+def spark41(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A fresh virtual environment outside the checkout holding the built wheel with its ``spark``
+    extra beside PySpark 4.1 (the older supported line): for ``-m compat``."""
+    from tests.wheels import build, clean_copy, fresh_venv
+
+    dist = build(clean_copy(tmp_path_factory.mktemp("checkout")), tmp_path_factory.mktemp("dist"))
+    root = tmp_path_factory.mktemp("spark41")
+    venv = fresh_venv(root / "venv", root / "spark.log")
+    venv.install(f"{dist['wheel']}[spark]", "pyspark>=4.1.0,<4.2", cwd=root)
+    yield venv

@@ -9,10 +9,7 @@ suite; installing the wheel into a fresh virtual environment and running ``lakem
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
-import sys
 import tarfile
 import zipfile
 from collections.abc import Iterator
@@ -21,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import read_table, write_lines
+from tests.wheels import ROOT, build, clean_copy, fresh_venv
 
-ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "lakemerge"
 #: Files under src/lakemerge that configure the tools working on the source tree, not the package.
 SOURCE_ONLY = ("ruff.toml",)
@@ -40,39 +37,11 @@ def _package_data() -> list[str]:
     return sorted(found)
 
 
-def _clean_copy(target: Path) -> Path:
-    """The checkout's files as a clean clone has them (tracked, and new ones git does not ignore):
-    no egg-info or build folder of an earlier install, whose file lists setuptools would reuse."""
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        cwd=ROOT,
-        capture_output=True,
-        check=True,
-    ).stdout.decode()
-    for name in filter(None, listed.split("\0")):
-        source = ROOT / name
-        if source.is_file():
-            (target / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target / name)
-    return target
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
     """The sdist and the wheel built from it (in an isolated build environment, as pip builds), from
     a clean copy of the checkout."""
-    out = tmp_path_factory.mktemp("dist")
-    source = _clean_copy(tmp_path_factory.mktemp("checkout"))
-    done = subprocess.run(
-        [sys.executable, "-m", "build", "--outdir", str(out), str(source)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    wheels, sdists = list(out.glob("lakemerge-*.whl")), list(out.glob("lakemerge-*.tar.gz"))
-    assert len(wheels) == 1 and len(sdists) == 1, list(out.iterdir())
-    yield {"wheel": wheels[0], "sdist": sdists[0]}
+    yield build(clean_copy(tmp_path_factory.mktemp("checkout")), tmp_path_factory.mktemp("dist"))
 
 
 def test_every_packaged_file_is_in_the_wheel_and_the_sdist(built: dict[str, Path]) -> None:
@@ -114,18 +83,23 @@ def _run(command: list[str], *, cwd: Path, env: dict[str, str]) -> subprocess.Co
 def test_the_installed_wheel_and_sdist_run_the_demo_and_a_pipeline(built: dict[str, Path], tmp_path: Path) -> None:
     """A fresh virtual environment outside the checkout, the wheel installed in it, and commands run
     from a directory outside the checkout: nothing can be read from src/."""
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-    bin_dir = venv / "bin"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "PYTHON", "VIRTUAL_ENV", "SPARK_HOME"))}
-    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
-    env["LAKEMERGE_SPARK_LOG"] = str(tmp_path / "spark.log")
+    venv = fresh_venv(tmp_path / "venv", tmp_path / "spark.log")
+    env, bin_dir = venv.env, venv.bin
     work = tmp_path / "work"
     work.mkdir()
+    # Without an extra, lakemerge brings no Spark (a platform's Spark may be on the path instead):
+    # a command that needs one says how to install it, in one line.
     installed = _run([str(bin_dir / "pip"), "install", "-q", str(built["wheel"])], cwd=work, env=env)
     assert installed.returncode == 0, installed.stderr[-3000:]
+    bare = _run([str(bin_dir / "lakemerge"), "demo", "--dir", "demo"], cwd=work, env=env)
+    assert bare.returncode == 2, bare.stdout[-2000:] + bare.stderr[-3000:]
+    assert bare.stderr.strip().splitlines() == [
+        "error: PySpark is not installed: lakemerge runs on Spark 4.2 and 4.1 (pip install 'lakemerge[spark]')"
+    ]
+    installed = _run([str(bin_dir / "pip"), "install", "-q", f"{built['wheel']}[spark]"], cwd=work, env=env)
+    assert installed.returncode == 0, installed.stderr[-3000:]
     where = _run([str(bin_dir / "python"), "-c", "import lakemerge; print(lakemerge.__file__)"], cwd=work, env=env)
-    assert Path(where.stdout.strip()).is_relative_to(venv), where.stdout
+    assert Path(where.stdout.strip()).is_relative_to(venv.root), where.stdout
 
     demo = _run([str(bin_dir / "lakemerge"), "demo", "--dir", "demo", "--json"], cwd=work, env=env)
     assert demo.returncode == 0, demo.stdout[-2000:] + demo.stderr[-3000:]
