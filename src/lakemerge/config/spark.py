@@ -20,6 +20,10 @@ class SparkSettings(Model):
 
     Attributes:
         master: Spark master URL; ``local[*]`` runs embedded on this machine.
+        remote: a Spark Connect server (``sc://host:15002``) to work through instead of starting
+            Spark here: no JVM on this machine; the server brings Spark and Delta (``SPARK_REMOTE``
+            in the environment does the same). ``master``, ``packages`` and the settings Spark
+            fixes when it starts are then the server's; lakemerge sets the others for its session.
         app_name: the application name shown by Spark.
         conf: extra Spark settings, passed through unchanged (``spark.executor.memory`` ...).
         packages: extra Maven coordinates added to ``spark.jars.packages`` beside Delta's.
@@ -36,6 +40,7 @@ class SparkSettings(Model):
     """
 
     master: str = "local[*]"
+    remote: str | None = None
     app_name: str = "lakemerge"
     conf: dict[str, str] = Field(default_factory=dict)
     packages: tuple[str, ...] = ()
@@ -45,6 +50,13 @@ class SparkSettings(Model):
     metastore_dir: str | None = None
     warehouse: str | None = None
     database: str = "default"
+
+    @field_validator("remote")
+    @classmethod
+    def _connect_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith("sc://"):
+            raise ValueError(f"'{value}' is not a Spark Connect URL (sc://host:port)")
+        return value
 
     @field_validator("database")
     @classmethod

@@ -102,11 +102,9 @@ def debezium_rows(
 
 def _inferred_schema(spark: SparkSession, texts: DataFrame) -> StructType:
     """The structure Spark's JSON reader infers for a column of JSON texts (one job)."""
-    from pyspark.sql import DataFrame as SparkFrame
+    from lakemerge.spark.backend import backend
 
-    encoder = spark._jvm.org.apache.spark.sql.Encoders.STRING()  # type: ignore[union-attr]
-    dataset = getattr(texts._jdf, "as")(encoder)
-    return SparkFrame(spark._jsparkSession.read().json(dataset), spark).schema
+    return backend(spark).json_schema(texts)
 
 
 def _event_schemas(events: DataFrame, value: str) -> dict[str, Logical]:

@@ -18,6 +18,7 @@ from lakemerge.errors import ConfigError
 from lakemerge.operations.inspect import require_table
 from lakemerge.results import VacuumResult
 from lakemerge.spark import localfs
+from lakemerge.spark.backend import backend
 from lakemerge.spark.scoped import scoped_conf
 from lakemerge.table import ledger, store, tombstones
 
@@ -82,7 +83,7 @@ def _listing_parallelism(spark: SparkSession) -> Iterator[None]:
     if explicit is not None:
         yield
         return
-    with scoped_conf(spark, {key: str(max(1, spark.sparkContext.defaultParallelism))}):
+    with scoped_conf(spark, {key: str(backend(spark).parallelism())}):
         yield
 
 

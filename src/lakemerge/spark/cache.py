@@ -18,9 +18,9 @@ cached without column compression")."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from lakemerge.spark.jvm import jclass
+from lakemerge.spark.backend import backend
 from lakemerge.spark.scoped import scoped_conf
 
 if TYPE_CHECKING:
@@ -40,19 +40,9 @@ def persisted(frame: DataFrame, *, compressed: bool = True) -> tuple[DataFrame, 
     Unpersist the first; build nothing on the second after that (a query on it would cache its
     rows again, outside Spark's list of cached data)."""
     from pyspark import StorageLevel
-    from pyspark.sql import DataFrame
 
     spark = frame.sparkSession
     # (Spark takes the setting when the frame is persisted, not when its rows are computed.)
     with scoped_conf(spark, {} if compressed else {COMPRESSED: "false"}):
         kept = frame.persist(StorageLevel.MEMORY_AND_DISK)
-    session: Any = spark._jsparkSession
-    try:
-        found = session.sharedState().cacheManager().lookupCachedData(kept._jdf)
-        if not found.isDefined():
-            return kept, kept
-        relation = found.get().cachedRepresentation()
-        leaf = jclass(spark, "org.apache.spark.sql.classic.Dataset").ofRows(session, relation)
-    except Exception:  # another Spark's internals: plan on the persisted frame, as Spark would
-        return kept, kept
-    return kept, DataFrame(leaf, spark)
+    return kept, backend(spark).leaf(kept)

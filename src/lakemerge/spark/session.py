@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 from lakemerge import packaged
 from lakemerge.config.spark import SparkSettings
 from lakemerge.errors import LakemergeError
-from lakemerge.spark import checks, localfs, startup, versions
+from lakemerge.spark import checks, localfs, remote, startup, versions
+from lakemerge.spark.backend import backend
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -204,14 +205,16 @@ def session_conf(settings: SparkSettings, matching: versions.Pairing | None = No
 def get_spark(settings: SparkSettings | None = None, *, verbose: bool = False) -> SparkSession:
     """Return the active SparkSession, or start one configured for Delta.
 
-    An already running session (a notebook's, a test fixture's, a cluster job's) is reused as it
-    is: it must have been started with Delta's jars and extension (``lakemerge conf`` prints the
-    settings lakemerge would start it with).
+    With a Spark Connect URL (the settings' ``remote``, or ``$SPARK_REMOTE``), a session on that
+    server (:mod:`lakemerge.spark.remote`). An already running session (a notebook's, a test
+    fixture's, a cluster job's) is reused as it is: it must have been started with Delta's jars
+    and extension (``lakemerge conf`` prints the settings lakemerge would start it with).
 
     Raises:
         ConfigError: the installed Spark is not supported (before any JVM starts), the JVM did not
             start (a package that does not resolve, no Java), or the active session lacks Delta.
     """
+    versions.installed_spark()  # (PySpark is there: its import below would fail without a word on what to do)
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -219,6 +222,11 @@ def get_spark(settings: SparkSettings | None = None, *, verbose: bool = False) -
         checks.check_session(active)
         return active
     settings = settings or SparkSettings()
+    url = remote.remote_url(settings)
+    if url is not None:
+        spark = remote.connect(url, settings)
+        checks.check_session(spark)
+        return spark
     log_file = settings.log_file or default_log_file()
     Path(log_file).parent.mkdir(parents=True, exist_ok=True)
 
@@ -248,7 +256,7 @@ def get_spark(settings: SparkSettings | None = None, *, verbose: bool = False) -
             if reason is None:
                 raise
             raise reason from None
-        spark.sparkContext.setLogLevel("ERROR")
+        backend(spark).quiet()
     checks.check_session(spark)
     return spark
 

@@ -75,5 +75,7 @@ def small_batch_settings(spark: SparkSession, rows: int) -> dict[str, str | None
     session turned tuning off)."""
     if not enabled(spark):
         return {}
-    partitions = shuffle_partitions(rows, spark.sparkContext.defaultParallelism)
+    from lakemerge.spark.backend import backend
+
+    partitions = shuffle_partitions(rows, backend(spark).parallelism())
     return {_ADAPTIVE: "false", _PARTITIONS: str(partitions)}

@@ -10,6 +10,7 @@ from lakemerge import columns as C
 from lakemerge.columns import col, quoted
 from lakemerge.config import TableConfig
 from lakemerge.spark import literals
+from lakemerge.spark.backend import backend
 from lakemerge.table import store
 from lakemerge.table.logview import LOG_BATCH, LOG_OP, read_merged
 from lakemerge.write.classify import WRITES, Outcome
@@ -124,7 +125,7 @@ def files_for(spark: SparkSession, rows: int) -> int:
     whichever is more. The batch's join with its keys' stored rows, its classification and its
     write run in the tasks that write those files: in one file, on one core (bench/RESULTS.md,
     "Log files and statistics")."""
-    cores = max(1, spark.sparkContext.defaultParallelism)
+    cores = backend(spark).parallelism()
     return max(store.files_for(rows), min(cores, rows // MIN_ROWS_PER_WRITER))
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from lakemerge import columns as C
 from lakemerge.columns import col, quoted
 from lakemerge.config.table import TableConfig
+from lakemerge.spark.backend import backend
 from lakemerge.table import store
 from lakemerge.table.prune import KeyRanges
 from lakemerge.write.classify import WRITES, Outcome, newer_or_equal
@@ -78,7 +79,7 @@ def write_changes(
         # (lakemerge.spark.tuning); Spark would shuffle the table into those same few for the
         # join and rewrite every touched file from that many tasks. Partitions dealt round-robin
         # carry no key, so the join is planned with the session's shuffle partitions instead.
-        source = source.repartition(max(1, spark.sparkContext.defaultParallelism))
+        source = source.repartition(backend(spark).parallelism())
     on: str | Column = " AND ".join(f"t.{quoted(k)} = s.{quoted(k)}" for k in table.key)
     if ranges is not None and truncate_before is None:
         # Target-only conjuncts of the condition are what Delta skips files with.

@@ -1,0 +1,92 @@
+"""The backend of a classic session: its JVM in this process, driven through py4j
+(:mod:`lakemerge.spark.backend` says what a backend is)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from lakemerge.errors import ConfigError
+from lakemerge.spark.backend import Backend, Stage
+from lakemerge.spark.jvm import jclass
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
+
+    from lakemerge.spark.versions import Pairing
+
+A = TypeVar("A")
+B = TypeVar("B")
+
+#: A class of Delta's Spark jar, whose jar file names the Spark line it was built for.
+_DELTA_CLASS = "org.apache.spark.sql.delta.DeltaLog"
+_DELTA_JAR = re.compile(r"delta-spark_(\d+\.\d+)_[\d.]+-([^/]+?)\.jar$")
+
+
+class ClassicBackend(Backend):
+    """A session whose JVM lakemerge drives directly."""
+
+    jvm = True
+
+    def check_delta(self, version: str, matching: Pairing) -> None:
+        utils = jclass(self.spark, "org.apache.spark.util.Utils")
+        if not utils.classIsLoadable(_DELTA_CLASS):
+            raise ConfigError(
+                f"the Spark session has Delta Lake's extension but not its jars: add the package {matching.delta} "
+                "(spark.jars.packages) when the session starts"
+            )
+        source = utils.classForName(_DELTA_CLASS, True, False).getProtectionDomain().getCodeSource()
+        location = str(source.getLocation()) if source is not None else ""
+        found = _DELTA_JAR.search(location)
+        if found is not None and found.group(1) != matching.spark:
+            raise ConfigError(
+                f"the Spark session runs Spark {version} with Delta Lake's build for Spark {found.group(1)} "
+                f"(delta-spark_{found.group(1)}, {found.group(2)}): use {matching.delta} instead"
+            )
+
+    def parallelism(self) -> int:
+        return max(1, int(self.spark.sparkContext.defaultParallelism))
+
+    def quiet(self) -> None:
+        self.spark.sparkContext.setLogLevel("ERROR")
+
+    def leaf(self, kept: DataFrame) -> DataFrame:
+        from pyspark.sql import DataFrame
+
+        session: Any = self.spark._jsparkSession
+        try:
+            found = session.sharedState().cacheManager().lookupCachedData(kept._jdf)
+            if not found.isDefined():
+                return kept
+            relation = found.get().cachedRepresentation()
+            leaf = jclass(self.spark, "org.apache.spark.sql.classic.Dataset").ofRows(session, relation)
+        except Exception:  # another Spark's internals: plan on the persisted frame, as Spark would
+            return kept
+        return DataFrame(leaf, self.spark)
+
+    def in_tail(self, first: Callable[[], A], then: Callable[[], B]) -> tuple[A, B]:
+        from lakemerge.spark.tail import in_tail
+
+        return in_tail(self.spark, first, then)
+
+    def identity(self) -> Any:
+        return self.spark._jsparkSession
+
+    def json_schema(self, texts: DataFrame) -> StructType:
+        from pyspark.sql import DataFrame as SparkFrame
+
+        encoder = jclass(self.spark, "org.apache.spark.sql.Encoders").STRING()
+        dataset = getattr(texts._jdf, "as")(encoder)
+        return SparkFrame(self.spark._jsparkSession.read().json(dataset), self.spark).schema
+
+    def stages(self) -> list[Stage] | None:
+        tracker = self.spark.sparkContext.statusTracker()
+        found = []
+        for stage_id in tracker.getActiveStageIds():
+            info = tracker.getStageInfo(stage_id)
+            if info is not None:
+                name = str(info.name).split(" at ")[0][:40]
+                found.append(Stage(str(stage_id), name, int(info.numCompletedTasks), int(info.numTasks)))
+        return found

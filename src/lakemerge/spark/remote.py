@@ -1,0 +1,78 @@
+"""A session on a Spark Connect server: Spark and Delta run there, this process holds a client.
+
+Settings Spark fixes when it starts (the master, packages, extensions, JVM options) are the server's;
+the settings lakemerge starts its own sessions with that a session may change (the time zone that
+timestamps are read in, no schema auto-merge) are set on the client's session, then the user's own.
+A setting the server refuses to change at runtime is left as the server has it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from lakemerge.config.spark import SparkSettings
+from lakemerge.errors import ConfigError, first_line
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+#: The environment variable PySpark reads a Spark Connect URL from.
+ENVIRONMENT = "SPARK_REMOTE"
+
+#: Settings every lakemerge session has, that a Connect session may set for itself.
+SESSION_DEFAULTS = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.databricks.delta.schema.autoMerge.enabled": "false",
+}
+
+
+def remote_url(settings: SparkSettings) -> str | None:
+    """The Spark Connect server to work through: the settings' ``remote``, else ``$SPARK_REMOTE``."""
+    found = settings.remote or os.environ.get(ENVIRONMENT) or None
+    if found is not None and not found.startswith("sc://"):
+        raise ConfigError(f"'{found}' is not a Spark Connect URL (sc://host:port)", key=ENVIRONMENT)
+    return found
+
+
+def is_connect(spark: object) -> bool:
+    """Whether ``spark`` is a Spark Connect client's session (not a session with a JVM here)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def connect(url: str, settings: SparkSettings) -> SparkSession:
+    """A session on the Spark Connect server at ``url``, with lakemerge's session settings.
+
+    Raises:
+        ConfigError: the server cannot be reached, or refuses the session.
+    """
+    from pyspark.sql import SparkSession
+
+    try:
+        spark = SparkSession.builder.remote(url).appName(settings.app_name).getOrCreate()
+        str(spark.version)  # (the client connects on its first call)
+    except Exception as exc:
+        raise ConfigError(f"cannot reach the Spark Connect server at {url}: {_reason(exc)}") from None
+    for key, value in {**SESSION_DEFAULTS, **settings.conf}.items():
+        _set(spark, key, value)
+    return spark
+
+
+def _set(spark: SparkSession, key: str, value: str) -> None:
+    """Set ``key`` on the session, unless the server fixed it when it started."""
+    try:
+        spark.conf.set(key, value)
+    except Exception as exc:
+        text = str(exc)
+        if "CANNOT_MODIFY" in text or "static" in text.lower():
+            return
+        raise ConfigError(f"the Spark Connect server refused the setting {key}={value}: {_reason(exc)}") from None
+
+
+def _reason(exc: BaseException) -> str:
+    """The telling part of a Connect client's error (gRPC's status details, or its first line)."""
+    text = str(exc)
+    for marker in ('details = "', 'details="'):
+        if marker in text:
+            return text.split(marker, 1)[1].split('"', 1)[0][:300]
+    return first_line(exc)
