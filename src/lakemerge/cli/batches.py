@@ -81,7 +81,7 @@ def apply(
             types=_parse_types(types or []),
         )
         spark = api.spark_session(master=master, verbose=verbose)
-        with spark_progress(spark, enabled=not (quiet or json_out), label=f"applying {name}"):
+        with spark_progress(spark, shown.err, enabled=not (quiet or json_out), label=f"applying {name}"):
             results = [api.apply_table(config, spark=spark, dry_run=dry_run)]
         shown.item(results[0])
     else:
@@ -89,7 +89,7 @@ def apply(
             raise ConfigError("give exactly one pipeline file (or use --properties for a chombo file)")
         pipeline = api.load_pipeline(inputs[0])
         spark = api.spark_session(pipeline.spark, master=master, verbose=verbose)
-        with spark_progress(spark, enabled=not (quiet or json_out), label="applying"):
+        with spark_progress(spark, shown.err, enabled=not (quiet or json_out), label="applying"):
             results = api.apply(pipeline, tables=table, dry_run=dry_run, spark=spark, on_result=shown.item)
     shown.result(Batches(tuple(results)))
 
@@ -129,7 +129,7 @@ def run(
         results = api.apply(config, tables=table, dry_run=True, spark=spark, on_result=shown.item)
     else:
         stop = _stop_on_signals(shown)
-        with spark_progress(spark, enabled=not (quiet or json_out), label="running"):
+        with spark_progress(spark, shown.err, enabled=not (quiet or json_out), label="running"):
             results = api.run(
                 config,
                 tables=table,
@@ -151,7 +151,7 @@ def _stop_on_signals(shown: output.Output) -> threading.Event:
         if stop.is_set():
             raise KeyboardInterrupt
         stop.set()
-        output.err.print("stopping after the batch in progress (signal again to abandon it)")
+        shown.warn("stopping after the batch in progress (signal again to abandon it)")
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, handler)
@@ -179,7 +179,7 @@ def stream(
     config = api.load_pipeline(pipeline)
     spark = api.spark_session(api.stream_settings(config), master=master, verbose=verbose)
     stop = _stop_on_signals(shown)
-    with spark_progress(spark, enabled=not (quiet or json_out), label="streaming"):
+    with spark_progress(spark, shown.err, enabled=not (quiet or json_out), label="streaming"):
         results = api.stream(
             config, tables=table, available_now=available_now, stop=stop, on_result=shown.item, spark=spark
         )
@@ -234,6 +234,6 @@ def demo(
     shown = output.pick(json_out)
     shown.note("Starting Spark (the first start downloads Delta's jars) ...")
     spark = api.spark_session(master=master, verbose=verbose)
-    with spark_progress(spark, enabled=not (quiet or json_out), label="applying the demo's batches"):
+    with spark_progress(spark, shown.err, enabled=not (quiet or json_out), label="applying the demo's batches"):
         result = api.demo(directory, spark=spark)
     shown.result(result)

@@ -2,68 +2,70 @@
 
 A command picks its :class:`Output` once (:func:`pick`, from ``--json``) and hands it every result:
 :meth:`Output.item` as each batch commits, :meth:`Output.result` once at the end, and
-:meth:`Output.error` when the command fails. The JSON document of a result is its
-:meth:`~lakemerge.results.Result.to_dict`.
+:meth:`Output.error` when the command fails. The text of a result is :mod:`lakemerge.cli.render`'s;
+its JSON document is its :meth:`~lakemerge.results.Result.to_dict`.
+
+Names, paths, values and messages are shown as written: the consoles (:func:`console`) read no
+markup, so a ``[tables.NAME]`` in a message or a column ``qty[kg]`` is never taken for a style.
+The few styles the text output has (a bold table name, a red ``error:``) come from
+:class:`~rich.text.Text` parts (:func:`lakemerge.cli.render.line`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import IO, Any
 
 from rich.console import Console
-from rich.table import Table
 
-from lakemerge.documents import (
-    Batches,
-    Compactions,
-    GroupPoints,
-    History,
-    Quarantine,
-    Registrations,
-    SparkConf,
-    Vacuums,
-)
-from lakemerge.results import (
-    BatchResult,
-    ChangedRecord,
-    CommitInfo,
-    DemoResult,
-    ReportResult,
-    Result,
-    RollbackResult,
-    SkipResult,
-    TableSummary,
-)
+from lakemerge.cli import render
+from lakemerge.documents import SparkConf
+from lakemerge.results import BatchResult, Result
 
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+
+def console(
+    *, stderr: bool = False, file: IO[str] | None = None, width: int | None = None, record: bool = False
+) -> Console:
+    """A console that prints text as it is: no markup (``[bold]``), emoji codes (``:cat:``) or
+    highlighting is read in what it prints. On stdout (stderr with ``stderr``), or ``file``;
+    ``width``: the terminal's unless given; ``record``: keeps what it printed (for
+    :meth:`~rich.console.Console.export_text`)."""
+    return Console(stderr=stderr, file=file, width=width, record=record, markup=False, emoji=False, highlight=False)
 
 
 class Output:
-    """Where a command's results go (the base: text)."""
+    """Where a command's results go (the base: text), on the consoles ``out`` (results) and ``err``
+    (errors, warnings and progress); by default :func:`console`'s on stdout and stderr."""
 
     json = False
 
+    def __init__(self, out: Console | None = None, err: Console | None = None) -> None:
+        self.out = out or console()
+        self.err = err or console(stderr=True)
+
     def item(self, result: BatchResult) -> None:
         """A batch as it commits: shown at once."""
-        _batch(result)
+        render.render(self.out, result)
 
     def result(self, result: Result) -> None:
         """The command's result."""
-        _RENDERERS[type(result)](result)
+        render.render(self.out, result)
 
     def note(self, text: str) -> None:
         """A line for people only (what is happening, a hint)."""
-        out.print(text)
+        self.out.print(text)
+
+    def warn(self, text: str) -> None:
+        """A line on stderr, shown with ``--json`` too (e.g. that a signal was received)."""
+        self.err.print(text, soft_wrap=True)
 
     def error(self, kind: str, message: str, exit_code: int, *, committed: Sequence[object] = ()) -> None:
         """The command failed (``kind``: the error's class name, ``InternalError`` for a bug,
         ``Interrupted``): one line on stderr. ``committed``: the batches it committed before it
         failed (shown as they committed)."""
         label = {"InternalError": "internal error", "Interrupted": "interrupted"}.get(kind, "error")
-        err.print(f"[bold red]{label}:[/] {message}", soft_wrap=True)
+        self.err.print(render.line((f"{label}:", "bold red"), " ", message), soft_wrap=True)
 
 
 class JsonOutput(Output):
@@ -75,7 +77,7 @@ class JsonOutput(Output):
         return None
 
     def result(self, result: Result) -> None:
-        emit_json(result.to_dict())
+        emit_json(result.to_dict(), self.out.file)
 
     def note(self, text: str) -> None:
         return None
@@ -85,7 +87,7 @@ class JsonOutput(Output):
         document: dict[str, Any] = {"error": {"kind": kind, "message": message, "exit_code": exit_code}}
         if committed:
             document["batches"] = [r.to_dict() for r in committed if isinstance(r, Result)]
-        emit_json(document)
+        emit_json(document, self.out.file)
 
 
 def pick(json_out: bool) -> Output:
@@ -93,229 +95,9 @@ def pick(json_out: bool) -> Output:
     return JsonOutput() if json_out else Output()
 
 
-def emit_json(document: Any) -> None:
-    """Print one JSON document on stdout, nothing else."""
-    print(json.dumps(document, indent=2, default=str))
-
-
-def _batch(r: BatchResult) -> None:
-    """One line for a table's batch, then its metrics."""
-    if r.dry_run:
-        where = f" in {r.partitions_touched} partition(s)" if r.partitions_touched is not None else ""
-        out.print(
-            f"[bold]{r.table}[/]: dry run, nothing committed: would apply {len(r.files)} file(s), "
-            f"touching {r.files_touched or 0} stored data file(s){where}"
-            + (" and create the table" if r.created else "")
-        )
-    elif r.version is None:
-        if r.applied_before:
-            out.print(f"[bold]{r.table}[/]: batch {r.source_batch} of {r.source} was applied before: nothing to apply")
-            return
-        skipped = f" ({len(r.skipped_files)} file(s) already applied)" if r.skipped_files else ""
-        out.print(f"[bold]{r.table}[/]: nothing to apply{skipped}")
-        _ignored(r)
-        return
-    else:
-        verb = "created" if r.created else "committed"
-        out.print(
-            f"[bold]{r.table}[/]: {verb} version {r.version} at {r.path} from {len(r.files)} file(s) "
-            f"in {r.seconds:.1f} s"
-        )
-    _ignored(r)
-    m = r.metrics
-    grid = Table(show_header=False, box=None, padding=(0, 2))
-    grid.add_column(justify="left")
-    grid.add_column(justify="right")
-    for label, value in (
-        ("rows read", m.rows_read),
-        ("inserted", m.inserted),
-        ("updated", m.updated),
-        ("deleted", m.deleted),
-        ("ignored as late", m.late),
-        ("superseded within the batch", m.superseded),
-        ("deletes of absent keys", m.deletes_absent),
-        ("bad rows quarantined", m.rows_bad),
-    ):
-        grid.add_row(label, str(value))
-    out.print(grid)
-
-
-def _ignored(r: BatchResult, shown: int = 5) -> None:
-    """The entries of the landing zones the batch did not read, and why (the first few)."""
-    if not r.ignored_entries:
-        return
-    count = len(r.ignored_entries)
-    out.print(f"  {count} entr{'y' if count == 1 else 'ies'} of the landing zone not read:")
-    for entry in r.ignored_entries[:shown]:
-        out.print(f"    {entry.path}: {entry.reason}", soft_wrap=True)
-    if count > shown:
-        out.print(f"    ... and {count - shown} more (--json lists them all)")
-
-
-def _batches(result: Batches) -> None:
-    """Batches are shown as they commit (:meth:`Output.item`): here only when there was none."""
-    if not result.batches:
-        out.print("nothing to apply")
-
-
-def _changes(pairs: Sequence[ChangedRecord], key: Sequence[str]) -> None:
-    """Before → after of changed records."""
-    if not pairs:
-        return
-    grid = Table(title="changed records (before → after)", show_header=True, header_style="bold")
-    grid.add_column("key")
-    grid.add_column("change")
-    for pair in pairs:
-        before, after = pair.before, pair.after
-        row = after or before or {}
-        label = ", ".join(str(row.get(k)) for k in key)
-        if before is None and after is not None:
-            fields = ", ".join(f"{c}={v}" for c, v in after.items() if c not in key)
-            grid.add_row(label, "[green]inserted[/] " + fields)
-        elif after is None and before is not None:
-            grid.add_row(label, "[red]deleted[/]")
-        elif before is not None and after is not None:
-            diffs = [f"{c}: {before.get(c)} → {after.get(c)}" for c in after if before.get(c) != after.get(c)]
-            grid.add_row(label, "[yellow]updated[/] " + "; ".join(diffs))
-    out.print(grid)
-
-
-def _commits(commits: Sequence[CommitInfo]) -> None:
-    """The table's commits with lakemerge's metrics."""
-    grid = Table(title="history", show_header=True, header_style="bold")
-    sources = any(c.source for c in commits)
-    for name in ("ver", "time (UTC)", "operation", "files", *(("source",) if sources else ()), "read", "ins", "upd"):
-        grid.add_column(
-            name, justify="left" if name in ("operation", "time (UTC)", "source") else "right", no_wrap=True
-        )
-    for name in ("del", "late"):
-        grid.add_column(name, justify="right", no_wrap=True)
-    for c in commits:
-        m = c.metrics
-        grid.add_row(
-            f"log {c.version}" if c.change_log else str(c.version),
-            c.timestamp.replace("T", " ")[:19],
-            "SKIP" if c.skip_reason else c.operation,
-            str(len(c.files)) if c.batch_id else "",
-            *((f"{c.source} #{c.source_batch}" if c.source else "",) if sources else ()),
-            *[str(m.get(k, "")) if c.batch_id else "" for k in ("rows_read", "inserted", "updated", "deleted", "late")],
-        )
-    out.print(grid)
-    for c in commits:
-        if c.skip_reason:
-            names = ", ".join(f.path.rsplit("/", 1)[-1] for f in c.files)
-            out.print(f"version {c.version}: {names} skipped by {c.skipped_by}: {c.skip_reason}", soft_wrap=True)
-
-
-def _history(result: History) -> None:
-    _commits(result.commits)
-
-
-def _summary(s: TableSummary) -> None:
-    """Schema, counts and a sample."""
-    out.print(f"[bold]{s.path}[/] version {s.version}: {s.rows} rows in {s.files} file(s), {s.bytes} bytes")
-    if s.log_rows is not None:
-        out.print(
-            f"a log table: these rows are its last compaction; its change log holds {s.log_rows} row(s) more "
-            "(lakemerge.read_merged gives the current rows)"
-        )
-    if s.partition_by:
-        out.print(f"partitioned by {', '.join(s.partition_by)}")
-    schema = Table(title="schema", show_header=True, header_style="bold")
-    schema.add_column("column")
-    schema.add_column("type")
-    for name, type_name in s.schema:
-        schema.add_row(name, type_name)
-    out.print(schema)
-    if s.sample:
-        sample = Table(title=f"sample ({len(s.sample)} rows)", show_header=True, header_style="bold")
-        for name, _ in s.schema:
-            sample.add_column(name)
-        for row in s.sample:
-            sample.add_row(*[str(row.get(name)) for name, _ in s.schema])
-        out.print(sample)
-
-
-def _quarantine(result: Quarantine) -> None:
-    """Quarantined records, one per line."""
-    if not result.rows:
-        out.print("no quarantined record")
-        return
-    grid = Table(title="quarantined records", show_header=True, header_style="bold")
-    for name in ("file", "row", "reason", "record"):
-        grid.add_column(name, overflow="fold")
-    for r in result.rows:
-        grid.add_row(r.file.rsplit("/", 1)[-1], str(r.row), r.reason, r.record)
-    out.print(grid)
-
-
-def _rollback(result: RollbackResult) -> None:
-    out.print(
-        f"{result.path}: restored to version {result.to_version} (was {result.from_version}) in commit {result.version}"
-    )
-    if result.reapply:
-        out.print(f"{len(result.pending_again)} file(s) are pending again")
-    else:
-        out.print("files applied by the undone versions stay applied")
-
-
-def _skip(result: SkipResult) -> None:
-    names = ", ".join(f.path.rsplit("/", 1)[-1] for f in result.files)
-    out.print(
-        f"[bold]{result.table}[/]: {len(result.files)} file(s) recorded as skipped in version {result.version} "
-        f"by {result.by} ({result.reason}): {names}"
-    )
-
-
-def _points(result: GroupPoints) -> None:
-    for name, point in result.groups.items():
-        if point is None:
-            out.print(f"[bold]{name}[/]: no complete group run yet")
-        else:
-            versions = ", ".join(f"{t} @ {v}" for t, v in point.versions.items())
-            out.print(f"[bold]{name}[/] point {point.point}: {versions}")
-
-
-def _vacuums(result: Vacuums) -> None:
-    for r in result.tables:
-        out.print(
-            f"[bold]{r.table}[/]: {r.files_deleted} files deleted, {r.tombstones_removed} tombstones removed, "
-            f"{r.tombstones_kept} kept ({r.seconds:.1f} s)"
-        )
-
-
-def _registrations(result: Registrations) -> None:
-    if not result.tables:
-        out.print("no table exists yet: nothing registered (apply a batch first)")
-    for r in result.tables:
-        views = f" (views: {', '.join(r.views)})" if r.views else ""
-        state = "registered" if r.created else "already registered"
-        out.print(f"[bold]{r.table}[/]: {state} as {r.name} → {r.location}{views}")
-
-
-def _compactions(result: Compactions) -> None:
-    for r in result.tables:
-        folded = f"{r.log_batches_folded} log batches ({r.log_rows_folded} rows) folded, " if r.log_rows_folded else ""
-        if r.tombstones_moved:
-            folded += f"{r.tombstones_moved} tombstones moved out of the log, "
-        purged = ", deletion vectors purged" if r.deletion_vectors_purged else ""
-        out.print(
-            f"[bold]{r.table}[/]: {folded}{r.files_removed} files rewritten into {r.files_added}{purged} "
-            f"({r.seconds:.1f} s)"
-        )
-
-
-def _report(result: ReportResult) -> None:
-    out.print(f"wrote {result.out}: {result.batches} batch(es) in {result.commits} commit(s)")
-
-
-def _spark_conf(result: SparkConf) -> None:
-    """``spark-submit`` options (what ``conf`` prints without ``--defaults``)."""
-    import shlex
-
-    print(f"--master {shlex.quote(result.master)}")
-    for key, value in result.conf.items():
-        print(f"--conf {shlex.quote(f'{key}={value}')}")
+def emit_json(document: Any, file: IO[str] | None = None) -> None:
+    """Print one JSON document on stdout (or ``file``), nothing else."""
+    print(json.dumps(document, indent=2, default=str), file=file)
 
 
 def spark_defaults(result: SparkConf) -> None:
@@ -323,33 +105,3 @@ def spark_defaults(result: SparkConf) -> None:
     print(f"spark.master {result.master}")
     for key, value in result.conf.items():
         print(f"{key} {value}")
-
-
-def _demo(result: DemoResult) -> None:
-    out.print(f"Demo files in {result.workdir}; table at {result.table_path}\n")
-    out.print("[bold]Batch 1[/]: the master data creates the table")
-    _batch(result.batches[0])
-    out.print("\n[bold]Batch 2[/]: an incremental file (inserts, updates, one late update) and a delete file")
-    for batch in result.batches[1:]:
-        _batch(batch)
-    _changes(result.changes, ("product_id",))
-    _commits(result.history)
-    out.print(f"\nTry: lakemerge show {result.table_path}")
-
-
-_RENDERERS: dict[type, Callable[[Any], None]] = {
-    Batches: _batches,
-    BatchResult: _batch,
-    History: _history,
-    TableSummary: _summary,
-    Quarantine: _quarantine,
-    RollbackResult: _rollback,
-    SkipResult: _skip,
-    GroupPoints: _points,
-    Vacuums: _vacuums,
-    Registrations: _registrations,
-    Compactions: _compactions,
-    ReportResult: _report,
-    SparkConf: _spark_conf,
-    DemoResult: _demo,
-}

@@ -12,29 +12,35 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from lakemerge.cli.output import err
+
+def bars(console: Console) -> Progress:
+    """The display: per task a spinner, its description as written (never read as markup: it holds
+    table names and Spark's call sites), a bar, its task counts and the time elapsed."""
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("tasks"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
 
 
 @contextlib.contextmanager
-def spark_progress(spark: Any, *, enabled: bool, label: str = "working") -> Iterator[None]:
-    """Show Spark's active stages while the block runs (when ``enabled`` and stderr is a terminal)."""
+def spark_progress(spark: Any, console: Console, *, enabled: bool, label: str = "working") -> Iterator[None]:
+    """Show Spark's active stages on ``console`` while the block runs (when ``enabled`` and stderr
+    is a terminal)."""
     if not enabled or not sys.stderr.isatty():
         yield
         return
     tracker = spark.sparkContext.statusTracker()
     done = threading.Event()
-    progress = Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("tasks"),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    )
+    progress = bars(console)
     overall = progress.add_task(label, total=None)
     stages: dict[int, Any] = {}
 
