@@ -12,7 +12,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 import pytest
 from hypothesis import settings
@@ -42,8 +42,46 @@ def _one_start_at_a_time() -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+#: The settings of the suite's one Spark (the session's, or the Connect server's).
+SUITE_CONF = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.ui.enabled": "false",
+    # With the UI off nobody reads the SQL executions Spark keeps for it (a thousand by
+    # default, some 50 MB of plan descriptions in this suite's 1 GB driver).
+    "spark.sql.ui.retainedExecutions": "50",
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--backend",
+        choices=("classic", "connect"),
+        default="classic",
+        help="the session the tests use: a classic local session (the default), or a Spark Connect "
+        "client of a server the suite starts on 127.0.0.1 (tests marked 'classic' are skipped then)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--backend") != "connect":
+        return
+    skip = pytest.mark.skip(reason="pins the classic backend (a JVM in the test process)")
+    for item in items:
+        if item.get_closest_marker("classic") is not None:
+            item.add_marker(skip)
+
+
 @pytest.fixture(scope="session")
-def spark() -> Iterator[object]:
+def backend_name(request: pytest.FixtureRequest) -> str:
+    return str(request.config.getoption("--backend"))
+
+
+@pytest.fixture(scope="session")
+def spark(backend_name: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    if backend_name == "connect":
+        yield from _connect_session(tmp_path_factory)
+        return
     from lakemerge.spark.versions import installed_pairing
 
     with _one_start_at_a_time():
@@ -52,18 +90,25 @@ def spark() -> Iterator[object]:
                 master="local[2]",
                 app_name="lakemerge-tests",
                 packages=(installed_pairing().kafka,),  # (the streaming tests read Kafka)
-                conf={
-                    "spark.sql.shuffle.partitions": "2",
-                    "spark.default.parallelism": "2",
-                    "spark.ui.enabled": "false",
-                    # With the UI off nobody reads the SQL executions Spark keeps for it (a thousand by
-                    # default, some 50 MB of plan descriptions in this suite's 1 GB driver).
-                    "spark.sql.ui.retainedExecutions": "50",
-                },
+                conf=SUITE_CONF,
             )
         )
     yield session
     session.stop()
+
+
+def _connect_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A Spark Connect server for this worker, started from the installed PySpark with lakemerge's
+    settings (its Python workers import this checkout's lakemerge), and a session on it."""
+    from bench.connect_server import server
+
+    source = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+    with ExitStack() as running:
+        with _one_start_at_a_time():  # (the server resolves Spark's packages as it starts)
+            url = running.enter_context(server(tmp_path_factory.mktemp("connect"), conf=SUITE_CONF, python_path=source))
+            session = lakemerge.get_spark(lakemerge.SparkSettings(remote=url))
+        yield session
+        session.stop()
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -78,7 +123,7 @@ def _forget_tables() -> Iterator[None]:
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
-    if active is not None:
+    if active is not None and not type(active).__module__.startswith("pyspark.sql.connect"):
         active._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()  # type: ignore[union-attr]
 
 

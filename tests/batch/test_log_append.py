@@ -254,7 +254,7 @@ def lookup(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> s
     """How a batch finds the log's last batch number when it commits: from the checksum Delta
     writes beside each commit, or (when a checksum lacks it) from Delta's own lookup."""
     if request.param == "delta lookup":
-        monkeypatch.setattr(transaction, "checksum_txn_version", lambda snapshot, app_id: None)
+        monkeypatch.setattr(transaction, "checksum_transaction", lambda snapshot, app_id: None)
     return str(request.param)
 
 

@@ -12,7 +12,8 @@ import pytest
 
 import lakemerge
 from lakemerge.operations.compact import compact
-from lakemerge.table import kept, stats, store
+from lakemerge.table import kept, stats
+from lakemerge.table import snapshot as snapshots
 from tests.helpers import csv_table, read_log_view, write_lines
 from tests.oracle import apply_batch, state_rows
 
@@ -39,7 +40,7 @@ def test_a_version_is_kept_from_its_second_read_until_a_newer_one(spark: Any, tm
     spark.range(0, 10).write.format("delta").save(path)
     sides = []
     for _ in range(3):
-        with store.one_snapshot_each():
+        with snapshots.one_snapshot_each():
             sides.append(kept.table_side(spark, path, _read(spark, path)))
     first, second, third = sides
     assert "InMemoryRelation" not in _persisted_plan(first)  # one read: nothing kept yet
@@ -50,12 +51,12 @@ def test_a_version_is_kept_from_its_second_read_until_a_newer_one(spark: Any, tm
     assert held is not None and held.storageLevel.useMemory
 
     spark.range(10, 12).write.format("delta").mode("append").save(path)  # another writer
-    with store.one_snapshot_each():
+    with snapshots.one_snapshot_each():
         newer = kept.table_side(spark, path, _read(spark, path))
     assert "InMemoryRelation" not in _persisted_plan(newer)
     assert sorted(r.id for r in newer.collect()) == list(range(12))
     assert not held.storageLevel.useMemory  # the older version was released
-    with store.one_snapshot_each():
+    with snapshots.one_snapshot_each():
         again = kept.table_side(spark, path, _read(spark, path))
     assert "InMemoryRelation" in _persisted_plan(again)
     assert sorted(r.id for r in again.collect()) == list(range(12))
@@ -66,7 +67,7 @@ def test_at_most_a_few_tables_are_kept(spark: Any, tmp_path: Path) -> None:
     for path in paths:
         spark.range(0, 3).write.format("delta").save(path)
         for _ in range(2):
-            with store.one_snapshot_each():
+            with snapshots.one_snapshot_each():
                 kept.table_side(spark, path, _read(spark, path))
     assert list(kept._kept) == paths[1:]  # the least recently read left first
 
@@ -83,7 +84,7 @@ def test_a_table_is_not_kept_when_switched_off_or_too_large(
         spark.conf.set(kept.ENABLED_CONF, "false")
     try:
         for _ in range(3):
-            with store.one_snapshot_each():
+            with snapshots.one_snapshot_each():
                 side = kept.table_side(spark, path, _read(spark, path))
             assert "InMemoryRelation" not in _persisted_plan(side)
     finally:
@@ -129,7 +130,7 @@ def test_log_batches_classify_against_the_kept_table_and_each_compacted_version(
         assert read_log_view(table.path, table.log_table, "k", COLUMNS) == state_rows(state, COLUMNS), number
         if number == 4:  # the third batch since the compaction: the table was kept by the second
             held = kept._kept[table.path]
-            assert held.leaf is not None and held.version[1] == store.latest_snapshot(spark, table.path).version()
+            assert held.leaf is not None and held.version[1] == snapshots.latest_snapshot(spark, table.path).version
     held = kept._kept[table.path]
-    assert held.version[1] == int(store.latest_snapshot(spark, table.path).version())
+    assert held.version[1] == snapshots.latest_snapshot(spark, table.path).version
     assert held.leaf is None  # one batch since the second compaction: that version is not kept yet

@@ -1,4 +1,4 @@
-"""A table's snapshots while a batch is planned (lakemerge.table.store.one_snapshot_each): each
+"""A table's snapshots while a batch is planned (lakemerge.table.snapshot.one_snapshot_each): each
 table's Delta log is brought up to date once, and the batch sees that one version throughout."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import pytest
 import lakemerge
 from lakemerge.batch.plan import plan_batch
 from lakemerge.batch.select import NothingPending
-from lakemerge.table import store
+from lakemerge.table import jvm_snapshot
+from lakemerge.table import snapshot as snapshots
 from tests.helpers import csv_table, write_lines
 
 
@@ -23,22 +24,22 @@ def _append(spark: Any, path: str, ids: range) -> None:
 def test_within_the_block_a_table_keeps_the_version_first_seen(spark: Any, tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     _append(spark, path, range(0, 3))
-    with store.one_snapshot_each():
-        first = store.latest_snapshot(spark, path)
+    with snapshots.one_snapshot_each():
+        first = snapshots.latest_snapshot(spark, path)
         _append(spark, path, range(3, 6))  # another writer commits meanwhile
-        assert int(store.latest_snapshot(spark, path).version()) == int(first.version()) == 0
-        assert store.is_delta(spark, path)
-    assert int(store.latest_snapshot(spark, path).version()) == 1  # outside it, the latest again
+        assert snapshots.latest_snapshot(spark, path).version == first.version == 0
+        assert snapshots.is_delta(spark, path)
+    assert snapshots.latest_snapshot(spark, path).version == 1  # outside it, the latest again
 
 
 def test_a_table_missing_within_the_block_is_looked_for_again(spark: Any, tmp_path: Path) -> None:
     path = str(tmp_path / "later")
-    with store.one_snapshot_each():
-        assert int(store.latest_snapshot(spark, path).version()) == -1
-        assert not store.is_delta(spark, path)
+    with snapshots.one_snapshot_each():
+        assert snapshots.latest_snapshot(spark, path).version == -1
+        assert not snapshots.is_delta(spark, path)
         _append(spark, path, range(0, 2))
-        assert store.is_delta(spark, path)
-        assert int(store.latest_snapshot(spark, path).version()) == 0
+        assert snapshots.is_delta(spark, path)
+        assert snapshots.latest_snapshot(spark, path).version == 0
 
 
 @pytest.mark.parametrize("mode", ["copy_on_write", "log"])
@@ -50,7 +51,7 @@ def test_planning_a_batch_updates_each_table_once(
     assert lakemerge.apply_table(table, spark=spark).version is not None
     write_lines(tmp_path / "in" / "f2.csv", ["k,seq,op,v", "1,2,U,c", "3,1,I,d"])
     updates: Counter[str] = Counter()
-    real = store.jclass
+    real = jvm_snapshot.jclass
 
     class Counted:
         def __init__(self, log: Any) -> None:
@@ -62,9 +63,9 @@ def test_planning_a_batch_updates_each_table_once(
 
     def jclass(spark: Any, name: str) -> Any:
         found = real(spark, name)
-        return Counted(found) if name == store.DELTA_LOG else found
+        return Counted(found) if name == jvm_snapshot.DELTA_LOG else found
 
-    monkeypatch.setattr(store, "jclass", jclass)
+    monkeypatch.setattr(jvm_snapshot, "jclass", jclass)
     plan = plan_batch(table, spark=spark)
     assert not isinstance(plan, NothingPending)
     try:

@@ -41,8 +41,9 @@ from lakemerge.feeds import FeedFile
 from lakemerge.results import AppliedFile, BatchMetrics, BatchResult, IgnoredEntry
 from lakemerge.spark import tuning
 from lakemerge.spark.scoped import scoped_conf
-from lakemerge.table import ledger, store, tombstones
+from lakemerge.table import ledger, tombstones
 from lakemerge.table.prune import KeyRanges
+from lakemerge.table.snapshot import one_snapshot_each
 from lakemerge.write import scd2
 
 if TYPE_CHECKING:
@@ -173,7 +174,7 @@ def plan_batch(
         SchemaError: the feed's columns cannot be written to the table.
     """
     started, started_at, batch_id = time.monotonic(), int(time.time() * 1000), uuid.uuid4().hex
-    with store.one_snapshot_each():
+    with one_snapshot_each():
         selection = select_frame(spark, table, frame) if frame is not None else select_files(spark, table, inputs)
         return _planned(
             table,

@@ -32,11 +32,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lakemerge.errors import AccountingError
+from lakemerge.spark.backend import backend
 from lakemerge.spark.jvm import jclass, scala_seq
 from lakemerge.spark.scoped import scoped_conf
 from lakemerge.spark.tail import in_tail
 from lakemerge.table.ledger import USER_METADATA
-from lakemerge.table.stats import listed_files
+from lakemerge.table.snapshot import Snapshot
 from lakemerge.table.transaction import committed_version
 
 if TYPE_CHECKING:
@@ -56,6 +57,8 @@ def supported(spark: SparkSession) -> bool:
     """Whether batches can commit through :func:`open_on` in this session."""
     if (spark.conf.get(ENABLED_CONF, "true") or "true").strip().lower() == "false":
         return False
+    if not backend(spark).jvm:
+        return False  # (Delta's transaction is driven in the session's JVM)
     key = str(spark.sparkContext.applicationId)
     if key not in _checked:
         _checked[key] = _shapes_match(spark)
@@ -207,22 +210,22 @@ class Direct:
 
 
 def open_on(
-    spark: SparkSession, snapshot: Any, touched: Sequence[str], *, app_id: str, txn_version: int
+    spark: SparkSession, version: Snapshot, touched: Sequence[str], *, app_id: str, txn_version: int
 ) -> Direct | None:
-    """A transaction on ``snapshot`` (a JVM Delta snapshot) over the data files ``touched`` (paths as
+    """A transaction on ``version`` (Delta's snapshot in this session's JVM) over the data files ``touched`` (paths as
     Spark's ``_metadata.file_path`` gives them), reading the whole table; ``None`` when the table
     already holds ``txn_version`` of ``app_id`` (a concurrent writer committed this batch number).
 
     Raises:
         AccountingError: a touched file is not in the snapshot (nothing is written)."""
+    snapshot = version.jvm
     option = jclass(spark, "scala.Option")
     txn = snapshot.deltaLog().startTransaction(option.empty(), option.apply(snapshot))
     if committed_version(txn, app_id) >= txn_version:
         return None
     txn.readWholeTable()
-    files = listed_files(snapshot)
-    if files is None:
-        files = txn.filterFiles()
+    listed = version.listed()
+    files = txn.filterFiles() if listed is None else scala_seq(spark, [f.action for f in listed])
     helper = jclass(spark, _HELPER)
     data_path = snapshot.deltaLog().dataPath()
     by_name = helper.generateCandidateFileMap(data_path, files)

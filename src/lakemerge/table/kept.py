@@ -23,9 +23,10 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lakemerge.spark.backend import backend
 from lakemerge.spark.cache import persisted
 from lakemerge.table import stats
-from lakemerge.table.store import latest_snapshot
+from lakemerge.table.snapshot import latest_snapshot
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -65,7 +66,7 @@ _lock = threading.Lock()
 
 def table_side(spark: SparkSession, path: str, frame: DataFrame) -> DataFrame:
     """``frame``, the whole table at ``path`` as a batch reads it at the table's latest version
-    (:func:`lakemerge.table.store.latest_snapshot`), or the same rows from memory where this
+    (:func:`lakemerge.table.snapshot.latest_snapshot`), or the same rows from memory where this
     process keeps them (see the module)."""
     if str(spark.conf.get(ENABLED_CONF, "true")).strip().lower() == "false":
         return frame
@@ -73,8 +74,8 @@ def table_side(spark: SparkSession, path: str, frame: DataFrame) -> DataFrame:
     rows = stats.listed_rows(snapshot)
     if rows is None or rows * _row_width(frame.schema) > MAX_KEPT_BYTES:
         return frame
-    version = (str(snapshot.metadata().id()), int(snapshot.version()), tuple(frame.columns))
-    session = spark._jsparkSession
+    version = (snapshot.table_id, snapshot.version, tuple(frame.columns))
+    session = backend(spark).identity()
     with _lock:
         found = _kept.get(path)
         if found is not None and found.version == version and _same(found.session, session):
@@ -99,7 +100,7 @@ def release_all() -> None:
 
 def _same(kept: Any, session: Any) -> bool:
     try:
-        return bool(kept.equals(session))
+        return bool(kept.equals(session)) if hasattr(kept, "equals") else bool(kept == session)
     except Exception:  # a session of a JVM that has gone
         return False
 

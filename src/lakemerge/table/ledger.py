@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from lakemerge.errors import InputError
 from lakemerge.results import AppliedFile
-from lakemerge.spark.jvm import jclass
 from lakemerge.spark.scoped import scoped_conf
-from lakemerge.table.store import DELTA_LOG, latest_snapshot, table_exists
+from lakemerge.table.snapshot import commits, latest_snapshot
+from lakemerge.table.store import table_exists
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -65,34 +65,13 @@ def record_metadata(record: dict[str, Any]) -> str:
 
 def txn_version(spark: SparkSession, path: str, app_id: str = TXN_APP_ID) -> int:
     """The last batch number committed to the table under lakemerge's transaction identifier
-    (0 for a new table). Read from Delta's snapshot state, which keeps it across log cleanup."""
+    (0 for a new table). Read from Delta's snapshot state, which keeps it across log cleanup: from
+    the version's checksum where it lists the transactions, else from the log's whole state."""
     snapshot = latest_snapshot(spark, path)
-    listed = checksum_txn_version(snapshot, app_id)
+    listed = snapshot.transaction(app_id)
     if listed is not None:
         return max(listed, 0)
-    found = snapshot.transactions().get(app_id)
-    return int(found.get()) if found.isDefined() else 0
-
-
-def checksum_txn_version(snapshot: Any, app_id: str) -> int | None:
-    """The version of the idempotent transaction ``app_id`` in ``snapshot`` (a JVM Delta snapshot;
-    -1 when it has none), from the checksum Delta writes beside each commit with the table's
-    transactions in it; ``None`` when the checksum does not list them (no checksum for that
-    version, or a writer that leaves them out). Delta's own lookup
-    (``snapshot.transactions``) reconstructs the snapshot's whole state first: a Spark job over
-    the log, some 0.2-0.3 s per batch on a warm local session (bench/RESULTS.md)."""
-    found = snapshot.checksumOpt()
-    if not found.isDefined():
-        return None
-    listed = found.get().setTransactions()
-    if not listed.isDefined():
-        return None
-    each = listed.get().iterator()
-    while each.hasNext():
-        txn = each.next()
-        if str(txn.appId()) == app_id:
-            return int(txn.version())
-    return -1
+    return snapshot.transaction_state(app_id)
 
 
 def parse_record(user_metadata: str | None) -> dict[str, Any] | None:
@@ -123,36 +102,12 @@ def history_rows(spark: SparkSession, path: str, limit: int | None = None) -> li
 
 def commit_rows(spark: SparkSession, path: str, first: int, last: int) -> list[dict[str, Any]] | None:
     """The commit metadata of versions ``first`` to ``last`` (version, ``userMetadata`` and
-    ``operationMetrics``, like :func:`history_rows`' rows), read from their commit files through
-    Delta's log store: no Spark job, where Delta's history costs one per call. ``None`` when one of
-    them cannot be read so (a commit not yet written to the log directory, a file cleaned up, an
-    action this reader does not know): the caller reads the history instead."""
-    rows: list[dict[str, Any]] = []
-    try:
-        delta_log = jclass(spark, DELTA_LOG).forTable(spark._jsparkSession, path)
-        store, conf = delta_log.store(), delta_log.newDeltaHadoopConf()
-        for version in range(first, last + 1):
-            file = jclass(spark, "org.apache.hadoop.fs.Path")(delta_log.logPath(), f"{version:020d}.json")
-            lines = store.read(file, conf).iterator()
-            info: dict[str, Any] | None = None
-            while lines.hasNext():
-                action = json.loads(lines.next())
-                if isinstance(action, dict) and "commitInfo" in action:
-                    info = action["commitInfo"]
-                    break
-            if not isinstance(info, dict):
-                return None
-            metrics = info.get("operationMetrics") or {}
-            rows.append(
-                {
-                    "version": version,
-                    "userMetadata": info.get("userMetadata"),
-                    "operationMetrics": {str(k): str(v) for k, v in metrics.items()},
-                }
-            )
-    except Exception:  # any failure: read Delta's history instead
-        return None
-    return rows
+    ``operationMetrics``, like :func:`history_rows`' rows), read from their commit files without a
+    Spark job where the session can (Delta's history costs one per call). ``None`` when they cannot
+    be read so (a commit not yet written to the log directory, a file cleaned up, an action this
+    reader does not know, a session that reads the log through SQL alone): the caller reads the
+    history instead."""
+    return commits(spark, path, first, last)
 
 
 @dataclass
@@ -225,7 +180,7 @@ def ledger(spark: SparkSession, path: str) -> Ledger:
     cost grow with the table's age. A table recreated at the same path (another Delta table id),
     or history that does not continue the walk, is walked again from its start."""
     snapshot = latest_snapshot(spark, path)
-    latest, table_id = int(snapshot.version()), str(snapshot.metadata().id())
+    latest, table_id = snapshot.version, snapshot.table_id
     with _WALKS_LOCK:
         kept = _WALKS.get(path)
     walk: _Walk | None = None
@@ -359,7 +314,7 @@ def find_commit(spark: SparkSession, path: str, batch_id: str) -> tuple[int, dic
     The batch's commit is almost always the newest: its commit file is read first (no Spark job),
     then the newest few commits of the history, and the newest 50 only when it is not there either
     (concurrent writers, or a skipped write)."""
-    latest = int(latest_snapshot(spark, path).version())
+    latest = latest_snapshot(spark, path).version
     for row in commit_rows(spark, path, latest, latest) or []:
         record = parse_record(row["userMetadata"])
         if record and record.get("batch_id") == batch_id:

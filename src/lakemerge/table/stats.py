@@ -8,8 +8,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from lakemerge.spark.jvm import jclass, scala_seq
-from lakemerge.table.store import latest_snapshot, properties_of, read_version
+from lakemerge.table.snapshot import MAX_BOUNDED_FILES, ListedFile, Snapshot, latest_snapshot
+from lakemerge.table.store import read_version
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -20,11 +20,7 @@ def table_bytes(spark: SparkSession, path: str) -> int | None:
     """The bytes of the data files of the table's latest version, from the checksum Delta writes
     with each commit (no Spark job): 0 when there is no table, ``None`` when that version has no
     checksum."""
-    snapshot = latest_snapshot(spark, path)
-    if snapshot.version() < 0:
-        return 0
-    found = snapshot.checksumOpt()
-    return int(found.get().tableSizeBytes()) if found.isDefined() else None
+    return latest_snapshot(spark, path).table_bytes()
 
 
 def file_key_bounds(
@@ -46,44 +42,34 @@ def file_key_bounds(
         return None
     listed = _checksum_files(snapshot)
     if listed is None:
-        return _statistics_bounds(spark, snapshot, column) if job else None
-    return _bounds_of([(size, stats) for _, size, stats in listed], bounded.name, bounded.dataType)
+        return snapshot.file_bounds(column, limit=MAX_BOUNDED_FILES) if job else None
+    return _bounds_of([(f.size, f.stats) for f in listed], bounded.name, bounded.dataType)
 
 
-def _bounded_field(snapshot: Any, column: str) -> StructField | None:
+def _bounded_field(snapshot: Snapshot, column: str) -> StructField | None:
     """The field of ``column`` in ``snapshot``'s schema when the statistics of its files bound its
     values (see :func:`file_key_bounds`), else ``None``."""
     from pyspark.sql import types as T
 
-    if properties_of(snapshot).get("delta.columnMapping.mode", "none") != "none":
+    if snapshot.properties().get("delta.columnMapping.mode", "none") != "none":
         return None
-    partitions = snapshot.metadata().partitionColumns().iterator()
-    while partitions.hasNext():
-        if str(partitions.next()).lower() == column.lower():
-            return None
-    schema = T.StructType.fromJson(json.loads(str(snapshot.schema().json())))
+    if column.lower() in (c.lower() for c in snapshot.partition_columns()):
+        return None
+    schema = snapshot.schema()
     fields = [f for f in schema.fields if f.name.lower() == column.lower()]
     if not fields or not isinstance(fields[0].dataType, (T.IntegralType, T.DecimalType, T.DateType)):
         return None
     return fields[0]
 
 
-def _checksum_files(snapshot: Any) -> list[tuple[Any, int, str | None]] | None:
-    """Each data file of ``snapshot`` (Delta's ``AddFile``), with its size and statistics (JSON),
-    from the version's checksum; ``None`` when the checksum does not list the files (none written,
-    or more files than Delta lists there)."""
-    files = listed_files(snapshot)
-    if files is None:
+def _checksum_files(snapshot: Snapshot) -> Sequence[ListedFile] | None:
+    """Each data file of ``snapshot`` with its size and statistics, from the version's checksum;
+    ``None`` when the checksum does not list the files (none written, or more files than Delta
+    lists there, or more than :data:`MAX_BOUNDED_FILES`)."""
+    files = snapshot.listed()
+    if files is None or len(files) > MAX_BOUNDED_FILES:
         return None
-    listed: list[tuple[Any, int, str | None]] = []
-    each = files.iterator()
-    while each.hasNext():
-        add = each.next()
-        stats = add.stats()
-        listed.append((add, int(add.size()), str(stats) if stats is not None else None))
-        if len(listed) > MAX_BOUNDED_FILES:
-            return None
-    return listed
+    return files
 
 
 def _bounds_of(listed: Sequence[tuple[int, str | None]], name: str, kind: Any) -> list[tuple[Any, Any, int]] | None:
@@ -114,29 +100,6 @@ def _bounds_of(listed: Sequence[tuple[int, str | None]], name: str, kind: Any) -
         # Files have statistics, none of them of this column: Delta does not collect them for it.
         return None
     return bounds
-
-
-def _statistics_bounds(spark: SparkSession, snapshot: Any, column: str) -> list[tuple[Any, Any, int]] | None:
-    """:func:`file_key_bounds` by one Spark job over the snapshot's file list."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
-
-    stats = ClassicFrame(snapshot.withStats(), spark)
-    bounds = {}
-    for side in ("minValues", "maxValues"):
-        found = [f for f in stats.schema["stats"].dataType.fields if f.name == side]  # type: ignore[attr-defined]
-        fields = [f for f in found[0].dataType.fields if f.name.lower() == column.lower()] if found else []
-        if not fields:
-            return None
-        bounds[side] = F.col(f"stats.{side}").getField(fields[0].name)
-    rows = stats.select(bounds["minValues"], bounds["maxValues"], F.col("size")).limit(MAX_BOUNDED_FILES + 1).collect()
-    if len(rows) > MAX_BOUNDED_FILES:
-        return None
-    return [(row[0], row[1], int(row[2])) for row in rows]
-
-
-#: :func:`file_key_bounds` gives up on tables of more files than this (a few MB of statistics).
-MAX_BOUNDED_FILES = 100_000
 
 
 def read_listed(
@@ -171,31 +134,27 @@ def read_snapshot(
     snapshot = latest_snapshot(spark, path)
     found = _read_files(spark, snapshot, within)
     if found is None:
-        return read_version(spark, path, int(snapshot.version())), snapshot, False
+        return read_version(spark, path, snapshot.version), snapshot, False
     return found, snapshot, True
 
 
 def _read_files(
-    spark: SparkSession, snapshot: Any, within: tuple[str, Callable[[Any, Any], bool]] | None
+    spark: SparkSession, snapshot: Snapshot, within: tuple[str, Callable[[Any, Any], bool]] | None
 ) -> DataFrame | None:
     """``snapshot``'s files as its checksum lists them (see :func:`read_listed`), or ``None``."""
-    from pyspark.sql import DataFrame
-
-    files = listed_files(snapshot) if snapshot.version() >= 0 else None
+    files = snapshot.listed()
     if files is None:
         return None
     if within is not None:
-        files = _files_within(spark, snapshot, files, *within)
-    none = jclass(spark, "scala.Option").empty()
-    return DataFrame(snapshot.deltaLog().createDataFrame(snapshot, files, False, none), spark)
+        files = _files_within(snapshot, files, *within)
+    return snapshot.read_files(files)
 
 
 def lists_no_files(spark: SparkSession, path: str) -> bool:
     """Whether the checksum of the table's latest version lists no data file (a ``log`` table's
     table before its first compaction)."""
-    snapshot = latest_snapshot(spark, path)
-    files = listed_files(snapshot) if snapshot.version() >= 0 else None
-    return files is not None and int(files.size()) == 0
+    files = latest_snapshot(spark, path).listed()
+    return files is not None and len(files) == 0
 
 
 def read_if_empty(spark: SparkSession, path: str) -> tuple[DataFrame | None, int]:
@@ -203,59 +162,37 @@ def read_if_empty(spark: SparkSession, path: str) -> tuple[DataFrame | None, int
     no data file (a ``log`` table's table before its first compaction: an empty table read through
     Delta costs a Spark job for Delta's file skipping on every read), else ``None``; and that
     version, for the caller to read it by (:func:`lakemerge.table.store.read_version`)."""
-    from pyspark.sql import DataFrame
-
     snapshot = latest_snapshot(spark, path)
-    version = int(snapshot.version())
-    files = listed_files(snapshot) if version >= 0 else None
-    if files is None or int(files.size()) != 0:
-        return None, version
-    none = jclass(spark, "scala.Option").empty()
-    return DataFrame(snapshot.deltaLog().createDataFrame(snapshot, files, False, none), spark), version
+    files = snapshot.listed()
+    if files is None or len(files) != 0:
+        return None, snapshot.version
+    return snapshot.read_files(files), snapshot.version
 
 
 def _files_within(
-    spark: SparkSession, snapshot: Any, files: Any, column: str, overlaps: Callable[[Any, Any], bool]
-) -> Any:
-    """``files`` (a Scala sequence of ``snapshot``'s ``AddFile``) but those whose statistics bound
-    ``column`` to values that ``overlaps`` refuses (see :func:`read_listed`); ``files`` itself when
-    the statistics cannot bound the column or leave out no file."""
+    snapshot: Snapshot, files: Sequence[ListedFile], column: str, overlaps: Callable[[Any, Any], bool]
+) -> Sequence[ListedFile]:
+    """``files`` (``snapshot``'s listed files) but those whose statistics bound ``column`` to
+    values that ``overlaps`` refuses (see :func:`read_listed`); ``files`` itself when the
+    statistics cannot bound the column or leave out no file."""
     bounded = _bounded_field(snapshot, column)
-    listed = _checksum_files(snapshot) if bounded is not None else None
-    if bounded is None or listed is None:
+    if bounded is None or len(files) > MAX_BOUNDED_FILES:
         return files
-    bounds = _bounds_of([(size, stats) for _, size, stats in listed], bounded.name, bounded.dataType)
+    bounds = _bounds_of([(f.size, f.stats) for f in files], bounded.name, bounded.dataType)
     if bounds is None:
         return files
     kept = [
-        add
-        for (add, _, _), (low, high, _) in zip(listed, bounds, strict=True)
-        if low is None or high is None or overlaps(low, high)
+        f for f, (low, high, _) in zip(files, bounds, strict=True) if low is None or high is None or overlaps(low, high)
     ]
-    return files if len(kept) == len(listed) else scala_seq(spark, kept)
+    return files if len(kept) == len(files) else kept
 
 
-def listed_rows(snapshot: Any) -> int | None:
+def listed_rows(snapshot: Snapshot) -> int | None:
     """The rows of ``snapshot``'s version, from the statistics of the files its checksum lists (no
     Spark job); ``None`` when it lists none or a file's statistics do not count its rows."""
-    listed = _checksum_files(snapshot) if snapshot.version() >= 0 else None
+    listed = _checksum_files(snapshot)
     if listed is None:
         return None
-    counted = [json.loads(stats).get("numRecords") if stats is not None else None for _, _, stats in listed]
+    counted = [json.loads(f.stats).get("numRecords") if f.stats is not None else None for f in listed]
     rows = [n for n in counted if isinstance(n, int)]
     return sum(rows) if len(rows) == len(counted) else None
-
-
-def listed_files(snapshot: Any) -> Any | None:
-    """The data files (a Scala sequence of Delta's ``AddFile``) of ``snapshot``'s version as its
-    checksum lists them; ``None`` when it lists none (no checksum, more files than Delta lists, a
-    schema change in that commit) or a list that disagrees with its own file count (Delta drops
-    such a list; a checksum from another writer may not)."""
-    found = snapshot.checksumOpt()
-    if not found.isDefined():
-        return None
-    checksum = found.get()
-    files = checksum.allFiles()
-    if not files.isDefined() or int(files.get().size()) != int(checksum.numFiles()):
-        return None
-    return files.get()

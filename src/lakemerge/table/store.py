@@ -3,23 +3,17 @@ of a fixed version, and the writes a batch commits (create, append, a record-onl
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from lakemerge.errors import TableError
+from lakemerge.errors import TableError, first_line
 from lakemerge.spark.jvm import jclass
+from lakemerge.table.snapshot import Snapshot, is_delta, latest_snapshot
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
     from lakemerge.config import TableConfig
-
-#: Delta's JVM class of a table's log (:func:`lakemerge.spark.jvm.jclass`).
-DELTA_LOG = "org.apache.spark.sql.delta.DeltaLog"
-
 
 #: Rows per file of what lakemerge appends beside a table (log rows, tombstones): files of about this
 #: many rows, not one per shuffle partition.
@@ -35,6 +29,10 @@ def table_exists(spark: SparkSession, path: str) -> bool:
     """True when ``path`` holds a Delta table; an existing non-Delta directory is an error."""
     if is_delta(spark, path):
         return True
+    from lakemerge.spark.backend import backend
+
+    if not backend(spark).jvm:
+        return _no_foreign_files(spark, path)
     hpath = jclass(spark, "org.apache.hadoop.fs.Path")(path)
     fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
     if fs.exists(hpath) and fs.isFile(hpath):
@@ -48,13 +46,26 @@ def table_exists(spark: SparkSession, path: str) -> bool:
     return False
 
 
-def is_delta(spark: SparkSession, path: str) -> bool:
-    """Whether ``path`` holds a Delta table (``DeltaTable.isDeltaTable``, without py4j's lookups;
-    within :func:`one_snapshot_each`, a table found is not looked for again)."""
-    seen = _SNAPSHOTS.get()
-    if seen is not None and path in seen:
-        return True
-    return bool(jclass(spark, "io.delta.tables.DeltaTable").isDeltaTable(spark._jsparkSession, path))
+def _no_foreign_files(spark: SparkSession, path: str) -> bool:
+    """:func:`table_exists` for a path only the Spark server sees: its files listed by Spark's
+    ``binaryFile`` source (their contents unread)."""
+    from pyspark.sql import functions as F
+
+    try:
+        listed = spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(path).select("path")
+        foreign = listed.where(~F.col("path").endswith(".parquet")).limit(1).collect()
+    except Exception as exc:
+        if "PATH_NOT_FOUND" in str(exc) or "does not exist" in str(exc):
+            return False
+        raise TableError(f"{path}: cannot list the table's folder: {first_line(exc)}") from None
+    if foreign:
+        found = str(foreign[0][0])
+        if found.rstrip("/").endswith(path.rstrip("/").rsplit("/", 1)[-1]):
+            raise TableError(f"{path}: table path is a file, not a Delta table directory")
+        raise TableError(
+            f"{path}: directory exists and is not a Delta table (it holds {found}); refusing to write into it"
+        )
+    return False
 
 
 def _foreign_file(fs: Any, directory: Any) -> str | None:
@@ -80,41 +91,9 @@ def _foreign_file(fs: Any, directory: Any) -> str | None:
 DELETION_VECTORS = "delta.enableDeletionVectors"
 
 
-#: The snapshots taken within :func:`one_snapshot_each`, by path (``None``: outside it).
-_SNAPSHOTS: ContextVar[dict[str, Any] | None] = ContextVar("lakemerge_snapshots", default=None)
-
-
-@contextmanager
-def one_snapshot_each() -> Iterator[None]:
-    """Within the block, :func:`latest_snapshot` brings each table up to date once and then gives
-    that snapshot again. A batch's planning reads the state of its table and log a dozen times
-    (its ledger, their sizes, their files' key statistics, the files to read), and each update
-    lists the table's Delta log: planned within this block, the batch sees one version of each
-    table throughout, and its commit (outside it) checks that version against the latest."""
-    token = _SNAPSHOTS.set({})
-    try:
-        yield
-    finally:
-        _SNAPSHOTS.reset(token)
-
-
-def latest_snapshot(spark: SparkSession, path: str) -> Any:
-    """The table's latest Delta snapshot (a JVM object), brought up to date (once for each path
-    within :func:`one_snapshot_each`)."""
-    taken = _SNAPSHOTS.get()
-    if taken is not None and path in taken:
-        return taken[path]
-    delta_log = jclass(spark, DELTA_LOG).forTable(spark._jsparkSession, path)
-    none = jclass(spark, "scala.Option").empty()
-    snapshot = delta_log.update(False, none, none)
-    if taken is not None and int(snapshot.version()) >= 0:
-        taken[path] = snapshot
-    return snapshot
-
-
 def table_properties(spark: SparkSession, path: str) -> dict[str, str]:
     """The table's properties, from its latest snapshot's metadata."""
-    return properties_of(latest_snapshot(spark, path))
+    return latest_snapshot(spark, path).properties()
 
 
 def read_pinned(spark: SparkSession, path: str) -> DataFrame:
@@ -124,7 +103,7 @@ def read_pinned(spark: SparkSession, path: str) -> DataFrame:
     a batch writes to paths its cached classification read (its tombstones, its log, its own
     commit), which would drop that classification and plan or compute it again. A read of a fixed
     version is a different relation, which those refreshes leave alone."""
-    return read_version(spark, path, int(latest_snapshot(spark, path).version()))
+    return read_version(spark, path, latest_snapshot(spark, path).version)
 
 
 def read_version(spark: SparkSession, path: str, version: int) -> DataFrame:
@@ -132,20 +111,10 @@ def read_version(spark: SparkSession, path: str, version: int) -> DataFrame:
     return spark.read.format("delta").option("versionAsOf", version).load(path)
 
 
-def marks_rows(snapshot: Any | None) -> bool:
-    """Whether the table of ``snapshot`` (a JVM Delta snapshot; ``None``: no table) has deletion
-    vectors turned on: its readers expose each row's index in its file (``_metadata.row_index``)."""
-    return snapshot is not None and properties_of(snapshot).get(DELETION_VECTORS, "false").lower() == "true"
-
-
-def properties_of(snapshot: Any) -> dict[str, str]:
-    configuration = snapshot.metadata().configuration()
-    iterator = configuration.iterator()
-    found: dict[str, str] = {}
-    while iterator.hasNext():
-        entry = iterator.next()
-        found[str(entry._1())] = str(entry._2())
-    return found
+def marks_rows(snapshot: Snapshot | None) -> bool:
+    """Whether the table of ``snapshot`` (``None``: no table) has deletion vectors turned on: its
+    readers expose each row's index in its file (``_metadata.row_index``)."""
+    return snapshot is not None and snapshot.properties().get(DELETION_VECTORS, "false").lower() == "true"
 
 
 #: Characters Delta refuses in a column name unless the table maps names to physical ones.

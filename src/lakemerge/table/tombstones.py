@@ -33,6 +33,7 @@ from lakemerge.columns import col, quoted
 from lakemerge.config.table import TableConfig
 from lakemerge.spark import literals
 from lakemerge.table import store
+from lakemerge.table.snapshot import is_delta
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -73,7 +74,7 @@ class Tombstones:
 
 
 def exists(spark: SparkSession, table: TableConfig) -> bool:
-    return store.is_delta(spark, table.tombstone_table)
+    return is_delta(spark, table.tombstone_table)
 
 
 def read(spark: SparkSession, table: TableConfig, committed: Collection[str], *, oldest: Any = None) -> Tombstones:

@@ -28,9 +28,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from lakemerge.errors import AccountingError
+from lakemerge.spark.backend import backend
 from lakemerge.spark.jvm import jclass, scala_map, scala_seq
-from lakemerge.table.ledger import checksum_txn_version
-from lakemerge.table.store import DELTA_LOG
+from lakemerge.table.jvm_snapshot import DELTA_LOG, checksum_transaction
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Observation, SparkSession
@@ -52,6 +52,8 @@ def supported(spark: SparkSession) -> bool:
     """Whether batches can append with :func:`append_with_record` in this session."""
     if (spark.conf.get(ENABLED_CONF, "true") or "true").strip().lower() == "false":
         return False
+    if not backend(spark).jvm:
+        return False  # (Delta's transaction is driven in the session's JVM)
     jvm: Any = spark.sparkContext._jvm
     key = str(spark.sparkContext.applicationId)
     if key not in _checked:
@@ -146,7 +148,7 @@ def committed_version(txn: Any, app_id: str) -> int:
     job), else by Delta's own lookup, which reconstructs the snapshot's state first."""
     from py4j.protocol import Py4JError
 
-    listed = checksum_txn_version(txn.snapshot(), app_id)
+    listed = checksum_transaction(txn.snapshot(), app_id)
     if listed is not None:
         try:
             reads = txn.readTxn()  # what Delta's lookup records; its conflict check reads it

@@ -28,17 +28,17 @@ the MERGE (:func:`serves`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lakemerge import columns as C
 from lakemerge.columns import col
 from lakemerge.config.table import TableConfig
 from lakemerge.table import direct, transaction
 from lakemerge.table.ledger import TXN_APP_ID
-from lakemerge.table.store import marks_rows, properties_of
+from lakemerge.table.snapshot import Snapshot
+from lakemerge.table.store import marks_rows
 from lakemerge.write.classify import Outcome
 
 if TYPE_CHECKING:
@@ -57,14 +57,14 @@ class Known:
     """What a batch's classification knows for its write.
 
     Attributes:
-        snapshot: the JVM Delta snapshot the changes were classified against.
+        snapshot: the table's version the changes were classified against.
         touched: the data files holding the stored rows the batch updates or deletes.
         inserted / updated / deleted: the batch's counts of each outcome.
         broadcast: the changes are few enough to broadcast to the touched files' rows.
         keyed: the keys of the changes are few enough to broadcast.
     """
 
-    snapshot: Any
+    snapshot: Snapshot
     touched: tuple[str, ...]
     inserted: int
     updated: int
@@ -84,10 +84,10 @@ def serves(
     if not known.touched or not direct.supported(spark):
         return False
     snapshot = known.snapshot
-    properties = properties_of(snapshot)
+    properties = snapshot.properties()
     if any(properties.get(p, "false").lower() == "true" for p in _MERGE_ONLY):
         return False
-    schema = _schema(snapshot)
+    schema = snapshot.schema()
     if any(key in f.metadata for f in schema.fields for key in _FILLED):
         return False
     types = {f.name: f.dataType for f in schema.fields}
@@ -119,7 +119,7 @@ def write_direct(
     opened = direct.open_on(spark, known.snapshot, known.touched, app_id=TXN_APP_ID, txn_version=txn_version)
     if opened is None:
         return None
-    schema = _schema(known.snapshot)
+    schema = known.snapshot.schema()
     if marks_rows(known.snapshot) and C.STORED_ROW in classified.columns:
         figures = _with_vectors(opened, classified, schema, known)
     else:
@@ -219,9 +219,3 @@ def _merge_metrics(known: Known, *, copied: int, opened: direct.Direct) -> dict[
         "numTargetBytesRemoved": bytes_removed,
         "numTargetChangeFilesAdded": 0,
     }
-
-
-def _schema(snapshot: Any) -> StructType:
-    from pyspark.sql.types import StructType
-
-    return StructType.fromJson(json.loads(str(snapshot.schema().json())))
