@@ -14,11 +14,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lakemerge.config import PipelineConfig, SparkSettings, TableConfig
+from lakemerge.config import PipelineConfig, TableConfig
 from lakemerge.config.pipeline_file import load_pipeline as load_pipeline
 from lakemerge.config.properties_file import load_properties as load_properties
 from lakemerge.config.records import RecordsConfig
-from lakemerge.documents import SparkConf
 from lakemerge.errors import ConfigError
 from lakemerge.results import (
     BatchResult,
@@ -35,6 +34,10 @@ from lakemerge.results import (
     TableSummary,
     VacuumResult,
 )
+from lakemerge.sessions import spark_conf as spark_conf
+from lakemerge.sessions import spark_session as spark_session
+from lakemerge.sessions import stream_settings as stream_settings
+from lakemerge.sessions import with_session as _session
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -42,48 +45,6 @@ if TYPE_CHECKING:
     from lakemerge.batch.transactions import Transaction
 
 Pipeline = PipelineConfig | str | os.PathLike[str]
-
-
-def spark_session(
-    settings: SparkSettings | None = None, *, master: str | None = None, verbose: bool = False
-) -> SparkSession:
-    """The active SparkSession, or one started with ``settings`` (``master`` overriding theirs):
-    Delta's jars and extensions, and Spark's own output in a log file unless ``verbose``."""
-    from lakemerge.spark import get_spark
-
-    chosen = settings or SparkSettings()
-    if master:
-        chosen = chosen.model_copy(update={"master": master})
-    return get_spark(chosen, verbose=verbose)
-
-
-def _session(spark: SparkSession | None, settings: SparkSettings | None = None) -> SparkSession:
-    """``spark``, checked once for Delta (:func:`lakemerge.spark.checks.check_session`), or a
-    session started with ``settings``."""
-    if spark is None:
-        return spark_session(settings)
-    from lakemerge.spark.checks import check_session
-
-    check_session(spark)
-    return spark
-
-
-def spark_conf(pipeline: Pipeline, *, master: str | None = None, spark_version: str | None = None) -> SparkConf:
-    """The Spark settings lakemerge starts the pipeline's session with (Spark's Kafka source among
-    its packages when a table streams from Kafka), for ``spark-submit`` or ``spark-defaults.conf``
-    on a cluster whose Spark is ``spark_version`` (default: the installed PySpark's).
-
-    Raises:
-        ConfigError: ``spark_version`` (or the installed Spark) is not one lakemerge supports.
-    """
-    from lakemerge.spark.session import session_conf
-    from lakemerge.spark.versions import installed_pairing, pairing
-    from lakemerge.streams.sources import with_kafka
-
-    config = _pipeline(pipeline)
-    matching = pairing(spark_version) if spark_version else installed_pairing()
-    settings = with_kafka(config, matching)
-    return SparkConf(master=master or settings.master, conf=session_conf(settings, matching))
 
 
 def apply(
@@ -215,14 +176,6 @@ def run(
         stop=stop,
         on_result=on_result,
     )
-
-
-def stream_settings(pipeline: Pipeline) -> SparkSettings:
-    """The pipeline's Spark settings, with Spark's Kafka source among the packages when a table
-    streams from Kafka."""
-    from lakemerge.streams.sources import with_kafka
-
-    return with_kafka(_pipeline(pipeline))
 
 
 def stream(

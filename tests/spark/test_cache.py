@@ -24,12 +24,17 @@ def _cached(spark: Any) -> int:
 
 
 def test_the_frame_to_build_on_reads_the_cache_as_a_leaf(spark: Any) -> None:
+    """On Spark 4.1 the frame to build on is the cache's own relation; on 4.2, whose analyser cannot
+    compare two instances of that relation (a self-join failed), the persisted frame itself."""
     source = spark.range(0, 40).selectExpr("id", "id % 7 AS k", "concat('v', id) AS v").filter("k != 3")
     kept, leaf = persisted(source)
     try:
         assert kept.is_cached
-        assert _logical(leaf) == "InMemoryRelation"
-        assert _logical(kept) != "InMemoryRelation"
+        if spark.version.startswith("4.1."):
+            assert _logical(leaf) == "InMemoryRelation"
+            assert _logical(kept) != "InMemoryRelation"
+        else:
+            assert leaf is kept
         assert leaf.schema == source.schema
         built = leaf.filter("k = 1").join(leaf.select("id", "v"), "id")  # a self-join, as a batch's joins are
         assert sorted(r.id for r in built.collect()) == [i for i in range(40) if i % 7 == 1]
@@ -46,7 +51,9 @@ def test_a_batch_builds_on_its_cached_records_and_releases_them(spark: Any, tmp_
     plan = plan_batch(table, spark=spark)
     assert not isinstance(plan, NothingPending)
     try:
-        assert _logical(plan.classified) == "InMemoryRelation"
+        assert _logical(plan.classified) == "InMemoryRelation" or (
+            not spark.version.startswith("4.1.") and plan.classified.is_cached
+        )
         assert _cached(spark) > before
         assert (plan.metrics.inserted, plan.metrics.rows_read) == (2, 3)
     finally:

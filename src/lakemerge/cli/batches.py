@@ -11,7 +11,7 @@ import typer
 
 from lakemerge import api
 from lakemerge.cli import output
-from lakemerge.cli.common import DryRunOpt, JsonOpt, MasterOpt, QuietOpt, TablesOpt, VerboseOpt, handled
+from lakemerge.cli.common import DryRunOpt, JsonOpt, MasterOpt, QuietOpt, RemoteOpt, TablesOpt, VerboseOpt, handled
 from lakemerge.cli.progress import spark_progress
 from lakemerge.documents import Batches, GroupPoints
 from lakemerge.errors import ConfigError
@@ -55,6 +55,7 @@ def apply(
     name: Annotated[str, typer.Option("--name", help="With --properties: the table's name in results.")] = "table",
     dry_run: DryRunOpt = False,
     master: MasterOpt = None,
+    remote: RemoteOpt = None,
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
@@ -80,7 +81,7 @@ def apply(
             columns=[c.strip() for c in columns.split(",")] if columns else (),
             types=_parse_types(types or []),
         )
-        spark = api.spark_session(master=master, verbose=verbose)
+        spark = api.spark_session(master=master, remote=remote, verbose=verbose)
         with spark_progress(spark, shown.err, enabled=not (quiet or json_out), label=f"applying {name}"):
             results = [api.apply_table(config, spark=spark, dry_run=dry_run)]
         shown.item(results[0])
@@ -88,7 +89,7 @@ def apply(
         if len(inputs) != 1:
             raise ConfigError("give exactly one pipeline file (or use --properties for a chombo file)")
         pipeline = api.load_pipeline(inputs[0])
-        spark = api.spark_session(pipeline.spark, master=master, verbose=verbose)
+        spark = api.spark_session(pipeline.spark, master=master, remote=remote, verbose=verbose)
         with spark_progress(spark, shown.err, enabled=not (quiet or json_out), label="applying"):
             results = api.apply(pipeline, tables=table, dry_run=dry_run, spark=spark, on_result=shown.item)
     shown.result(Batches(tuple(results)))
@@ -113,6 +114,7 @@ def run(
     max_batches: Annotated[int | None, typer.Option("--max-batches", help="Stop after N committed batches.")] = None,
     dry_run: DryRunOpt = False,
     master: MasterOpt = None,
+    remote: RemoteOpt = None,
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
@@ -124,7 +126,7 @@ def run(
     """
     shown = output.pick(json_out)
     config = api.load_pipeline(pipeline)
-    spark = api.spark_session(config.spark, master=master, verbose=verbose)
+    spark = api.spark_session(config.spark, master=master, remote=remote, verbose=verbose)
     if dry_run:
         results = api.apply(config, tables=table, dry_run=True, spark=spark, on_result=shown.item)
     else:
@@ -166,6 +168,7 @@ def stream(
         bool, typer.Option("--available-now", help="Apply everything available, then stop (for schedulers).")
     ] = False,
     master: MasterOpt = None,
+    remote: RemoteOpt = None,
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
@@ -177,7 +180,7 @@ def stream(
     """
     shown = output.pick(json_out)
     config = api.load_pipeline(pipeline)
-    spark = api.spark_session(api.stream_settings(config), master=master, verbose=verbose)
+    spark = api.spark_session(api.stream_settings(config), master=master, remote=remote, verbose=verbose)
     stop = _stop_on_signals(shown)
     with spark_progress(spark, shown.err, enabled=not (quiet or json_out), label="streaming"):
         results = api.stream(
@@ -193,6 +196,7 @@ def skip(
     table: Annotated[str, typer.Option("--table", "-t", help="The table whose feed holds the files.")],
     reason: Annotated[str, typer.Option("--reason", help="Why: kept in the ledger, shown by history and report.")],
     master: MasterOpt = None,
+    remote: RemoteOpt = None,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -202,7 +206,7 @@ def skip(
     lakemerge skip pipeline.toml --table products landing/products/broken.csv --reason "export cut short"
     """
     config = api.load_pipeline(pipeline)
-    spark = api.spark_session(config.spark, master=master, verbose=verbose)
+    spark = api.spark_session(config.spark, master=master, remote=remote, verbose=verbose)
     output.pick(json_out).result(api.skip(config, table=table, files=files, reason=reason, spark=spark))
 
 
@@ -211,12 +215,13 @@ def snapshot(
     pipeline: Annotated[Path, typer.Argument(help="The pipeline file.")],
     group: Annotated[list[str] | None, typer.Option("--group", "-g", help="Group(s) to show (default: all).")] = None,
     master: MasterOpt = None,
+    remote: RemoteOpt = None,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """Show each group's consistent point: the version of every table of its last complete run."""
     config = api.load_pipeline(pipeline)
-    spark = api.spark_session(config.spark, master=master, verbose=verbose)
+    spark = api.spark_session(config.spark, master=master, remote=remote, verbose=verbose)
     output.pick(json_out).result(GroupPoints(api.snapshots(config, groups=group, spark=spark)))
 
 
@@ -226,6 +231,7 @@ def demo(
         "lakemerge-demo"
     ),
     master: MasterOpt = None,
+    remote: RemoteOpt = None,
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
@@ -233,7 +239,7 @@ def demo(
     """Apply chombo's product example: master data, then inserts and updates, and a delete file."""
     shown = output.pick(json_out)
     shown.note("Starting Spark (the first start downloads Delta's jars) ...")
-    spark = api.spark_session(master=master, verbose=verbose)
+    spark = api.spark_session(master=master, remote=remote, verbose=verbose)
     with spark_progress(spark, shown.err, enabled=not (quiet or json_out), label="applying the demo's batches"):
         result = api.demo(directory, spark=spark)
     shown.result(result)

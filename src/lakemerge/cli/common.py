@@ -23,6 +23,13 @@ VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show Spark's 
 MasterOpt = Annotated[
     str | None, typer.Option("--master", help="Spark master URL (default: the pipeline's, else local[*]).")
 ]
+RemoteOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--remote",
+        help="A Spark Connect server to work through, sc://host:port (default: [spark] remote, else $SPARK_REMOTE).",
+    ),
+]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Plan the batch and show what it would do; commit nothing.")]
 TablesOpt = Annotated[list[str] | None, typer.Option("--table", "-t", help="Table(s) to work on (default: all).")]

@@ -10,7 +10,7 @@ import typer
 
 from lakemerge import api
 from lakemerge.cli import output
-from lakemerge.cli.common import JsonOpt, MasterOpt, TablesOpt, VerboseOpt, handled
+from lakemerge.cli.common import JsonOpt, MasterOpt, RemoteOpt, TablesOpt, VerboseOpt, handled
 from lakemerge.documents import Compactions, History, Quarantine, Registrations, Vacuums
 from lakemerge.errors import ConfigError
 
@@ -23,11 +23,12 @@ def history(
     table: TablePath,
     limit: Annotated[int | None, typer.Option("--limit", "-n", help="Show only the newest N commits.")] = None,
     master: MasterOpt = None,
+    remote: RemoteOpt = None,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """Show a table's commits with each batch's metrics and applied files."""
-    spark = api.spark_session(master=master, verbose=verbose)
+    spark = api.spark_session(master=master, remote=remote, verbose=verbose)
     commits = api.history(table, limit=limit, spark=spark)
     output.pick(json_out).result(History(table=table, commits=tuple(commits)))
 
@@ -37,11 +38,12 @@ def show(
     table: TablePath,
     sample: Annotated[int, typer.Option("--sample", help="How many rows to show.")] = 10,
     master: MasterOpt = None,
+    remote: RemoteOpt = None,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """Show a table's schema, row count, files and a sample of rows."""
-    spark = api.spark_session(master=master, verbose=verbose)
+    spark = api.spark_session(master=master, remote=remote, verbose=verbose)
     output.pick(json_out).result(api.show(table, sample=sample, spark=spark))
 
 
@@ -50,11 +52,12 @@ def report(
     table: TablePath,
     out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write.")] = Path("report.html"),
     master: MasterOpt = None,
+    remote: RemoteOpt = None,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """Write a self-contained HTML page of the table's batch history, with plots."""
-    spark = api.spark_session(master=master, verbose=verbose)
+    spark = api.spark_session(master=master, remote=remote, verbose=verbose)
     output.pick(json_out).result(api.report(table, out, spark=spark))
 
 
@@ -64,6 +67,7 @@ def quarantine(
     table: Annotated[str | None, typer.Option("--table", "-t", help="With a pipeline: the table.")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="Show at most N rows.")] = 100,
     master: MasterOpt = None,
+    remote: RemoteOpt = None,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -71,11 +75,11 @@ def quarantine(
     if table is not None:
         config = api.load_pipeline(target)
         chosen = config.table(table)
-        spark = api.spark_session(config.spark, master=master, verbose=verbose)
+        spark = api.spark_session(config.spark, master=master, remote=remote, verbose=verbose)
         rows = api.quarantine(chosen, limit=limit, spark=spark)
         path, where = chosen.path, chosen.quarantine
     else:
-        spark = api.spark_session(master=master, verbose=verbose)
+        spark = api.spark_session(master=master, remote=remote, verbose=verbose)
         rows = api.quarantine(target, limit=limit, spark=spark)
         path, where = target, api.quarantine_of(target)
     output.pick(json_out).result(Quarantine(table=path, quarantine=where, rows=tuple(rows)))
@@ -100,6 +104,7 @@ def rollback(
         ),
     ] = None,
     master: MasterOpt = None,
+    remote: RemoteOpt = None,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -109,7 +114,7 @@ def rollback(
             "choose what happens to the files applied after that version: "
             "--reapply-files (pending again) or --keep-files-applied"
         )
-    spark = api.spark_session(master=master, verbose=verbose)
+    spark = api.spark_session(master=master, remote=remote, verbose=verbose)
     result = api.rollback(table, to_version=to_version, to_timestamp=to_timestamp, reapply=reapply, spark=spark)
     output.pick(json_out).result(result)
 
@@ -123,12 +128,13 @@ def vacuum(
         typer.Option("--retain-hours", help="Keep files needed by versions younger than this (default: Delta's, 168)."),
     ] = None,
     master: MasterOpt = None,
+    remote: RemoteOpt = None,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """Drop expired and orphaned tombstones, then delete the files no recent version needs (Delta VACUUM)."""
     config = api.load_pipeline(pipeline)
-    spark = api.spark_session(config.spark, master=master, verbose=verbose)
+    spark = api.spark_session(config.spark, master=master, remote=remote, verbose=verbose)
     results = [api.vacuum(t, retain_hours=retain_hours, spark=spark) for t in config.tables_named(table)]
     output.pick(json_out).result(Vacuums(tuple(results)))
 
@@ -138,12 +144,13 @@ def compact(
     pipeline: PipelineArg,
     table: TablesOpt = None,
     master: MasterOpt = None,
+    remote: RemoteOpt = None,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """Fold log tables' change logs into the tables, bin-pack and cluster by key, purge deletion vectors."""
     config = api.load_pipeline(pipeline)
-    spark = api.spark_session(config.spark, master=master, verbose=verbose)
+    spark = api.spark_session(config.spark, master=master, remote=remote, verbose=verbose)
     output.pick(json_out).result(Compactions(tuple(api.compact(config, tables=table, spark=spark))))
 
 
@@ -152,12 +159,13 @@ def register(
     pipeline: PipelineArg,
     table: TablesOpt = None,
     master: MasterOpt = None,
+    remote: RemoteOpt = None,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """Register the pipeline's tables, and their views, by name in the Spark catalog (Hive metastore)."""
     config = api.load_pipeline(pipeline)
-    spark = api.spark_session(config.spark, master=master, verbose=verbose)
+    spark = api.spark_session(config.spark, master=master, remote=remote, verbose=verbose)
     output.pick(json_out).result(Registrations(tuple(api.register(config, tables=table, spark=spark))))
 
 

@@ -51,6 +51,14 @@ class SparkSettings(Model):
     warehouse: str | None = None
     database: str = "default"
 
+    def over(self, base: SparkSettings) -> SparkSettings:
+        """These settings laid over ``base``: the keys given here win, ``conf`` settings merge
+        (these last) and ``packages`` add up."""
+        given = {name: getattr(self, name) for name in self.model_fields_set}
+        given["conf"] = {**base.conf, **self.conf}
+        given["packages"] = tuple(dict.fromkeys((*base.packages, *self.packages)))
+        return base.model_copy(update=given)
+
     @field_validator("remote")
     @classmethod
     def _connect_url(cls, value: str | None) -> str | None:

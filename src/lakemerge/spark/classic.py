@@ -25,6 +25,11 @@ _DELTA_CLASS = "org.apache.spark.sql.delta.DeltaLog"
 _DELTA_JAR = re.compile(r"delta-spark_(\d+\.\d+)_[\d.]+-([^/]+?)\.jar$")
 
 
+def _line(version: str) -> tuple[int, int]:
+    major, minor = [*version.split("."), "0", "0"][:2]
+    return int(major), int("".join(c for c in minor if c.isdigit()) or 0)
+
+
 class ClassicBackend(Backend):
     """A session whose JVM lakemerge drives directly."""
 
@@ -53,8 +58,14 @@ class ClassicBackend(Backend):
         self.spark.sparkContext.setLogLevel("ERROR")
 
     def leaf(self, kept: DataFrame) -> DataFrame:
+        """Spark 4.2 fails a plan that reads such a leaf twice (a self-join, a union): a second
+        instance of the leaf, as the analyser makes one, cannot be compared with others
+        (``InMemoryRelation.doCanonicalize`` looks the cached plan's columns up among the new
+        instance's). From Spark 4.2 on, the persisted frame itself is built on."""
         from pyspark.sql import DataFrame
 
+        if _line(str(self.spark.version)) >= (4, 2):
+            return kept
         session: Any = self.spark._jsparkSession
         try:
             found = session.sharedState().cacheManager().lookupCachedData(kept._jdf)
