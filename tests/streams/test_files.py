@@ -49,3 +49,20 @@ def test_a_file_applied_by_a_run_meanwhile_is_not_applied_again(spark: Any, tmp_
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == {"batches": []}
     assert len(lakemerge.history(str(tmp_path / "lake" / "t"), spark=spark)) == 1
+
+
+def test_files_named_with_glob_characters_are_applied_by_their_names(spark: Any, tmp_path: Path) -> None:
+    """The source reports each file by its real name; each is then listed as itself alone, however
+    its name or folder reads as a pattern (``o[2].csv`` would match ``o2.csv``, ``*`` every file)."""
+    config = lakemerge.load_pipeline(pipeline(tmp_path))
+    names = ["d[1] {x}/o[2].csv", "d[1] {x}/o2.csv", "d[1] {x}/o*.csv", "п?\\ #%20/a b.csv"]
+    for n, name in enumerate(names):
+        write_lines(tmp_path / "landing" / name, [HEADER, f"{n},1,I,{n}", f"9,1,U,{n}"])
+    [result] = lakemerge.stream(config, spark=spark)
+    expected = sorted(f"file:{tmp_path / 'landing' / name}" for name in names)
+    assert [f.path for f in result.files] == expected
+    assert result.metrics.rows_read == 2 * len(names), "each file read once"
+    last = names.index(max(names))  # (the last in file order wins key 9)
+    rows = [{"id": n, "v": str(n)} for n in range(len(names))] + [{"id": 9, "v": str(last)}]
+    assert read_table(tmp_path / "lake" / "t", ["id", "v"]) == rows
+    assert lakemerge.stream(config, spark=spark) == []

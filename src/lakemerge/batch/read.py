@@ -25,6 +25,7 @@ from lakemerge.columns import quoted
 from lakemerge.config import FeedConfig, TableConfig
 from lakemerge.errors import InputError
 from lakemerge.feeds import FeedFile, read_feed, utf8
+from lakemerge.feeds.files import spark_file_path
 from lakemerge.spark.errors import translated
 from lakemerge.table import prune
 from lakemerge.table.prune import KeyRanges, range_query
@@ -104,12 +105,12 @@ def read_batch(
         InputError: a file cannot be read, or there are more bad rows than the threshold allows.
         SchemaError: the feed's columns cannot be read as configured.
     """
-    with _naming_poison(table, selection.files):
+    with _naming_poison(spark, table, selection.files):
         return _read_batch(spark, table, selection, number=number, batch_id=batch_id, cached=cached, counted=counted)
 
 
 @contextlib.contextmanager
-def _naming_poison(table: TableConfig, files: Sequence[FeedFile]) -> Iterator[None]:
+def _naming_poison(spark: SparkSession, table: TableConfig, files: Sequence[FeedFile]) -> Iterator[None]:
     """An input error in the block that is one file's (the file named, or found in Spark's message)
     names it and says how to go on without it: a file that cannot be applied would otherwise stop
     every later batch of the table (docs/semantics.md §9)."""
@@ -119,7 +120,7 @@ def _naming_poison(table: TableConfig, files: Sequence[FeedFile]) -> Iterator[No
         path = exc.path if any(f.path == exc.path for f in files) else None
         if path is None and exc.path is None:
             text = str(exc.__cause__ or exc)
-            path = next((f.path for f in files if f.path.split(":", 1)[-1].lstrip("/") in text), None)
+            path = next((f.path for f in files if _named_in(spark, text, f.path)), None)
             if path is None and len(files) == 1:
                 path = files[0].path
         if path is None:
@@ -131,6 +132,13 @@ def _naming_poison(table: TableConfig, files: Sequence[FeedFile]) -> Iterator[No
         )
         named.path, named.row = path, exc.row
         raise named from exc
+
+
+def _named_in(spark: SparkSession, text: str, path: str) -> bool:
+    """Whether Spark's message ``text`` names the file ``path``: as listed, or percent-encoded as
+    Spark names a file it failed to read (``file:///x/a%20b.csv``; a URI's scheme spelled either way)."""
+    spellings = (path, spark_file_path(spark, path))
+    return any(s.split(":", 1)[-1].lstrip("/") in text for s in spellings)
 
 
 def _read_batch(

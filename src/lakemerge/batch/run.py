@@ -18,7 +18,7 @@ from lakemerge.config.pipeline import PipelineConfig
 from lakemerge.config.table import TableConfig
 from lakemerge.errors import LakemergeError
 from lakemerge.feeds.archive import archive_files
-from lakemerge.feeds.files import qualified
+from lakemerge.feeds.files import matched_locations, qualified
 from lakemerge.results import BatchResult
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ def _archive(spark: SparkSession, table: TableConfig, result: BatchResult) -> No
     for feed in table.feeds:
         if not feed.archive:
             continue
-        locations = [qualified(spark, loc) for loc in feed.location]
+        locations = matched_locations(spark, feed.location)
         mine = [p for p in paths if any(_under(qualified(spark, p), loc) for loc in locations)]
         archive_files(spark, mine, feed.archive)
 

@@ -22,6 +22,7 @@ from lakemerge.config.feed import FeedConfig
 from lakemerge.errors import InputError
 from lakemerge.feeds.connect_schema import from_avro
 from lakemerge.feeds.events import Envelope, envelope_rows
+from lakemerge.feeds.files import literal
 from lakemerge.feeds.formats import Read, position, read_columnar
 from lakemerge.spark.jvm import jclass
 
@@ -72,7 +73,7 @@ def _read_avro(spark: SparkSession, paths: Sequence[str], schema: str | None) ->
     reader = spark.read.format("avro")
     if schema:
         reader = reader.option("avroSchema", json.dumps(_without_wide_decimals(json.loads(schema))))
-    frame = reader.load(list(paths))
+    frame = reader.load([literal(p) for p in paths])
     return position(frame.select(*[col(c) for c in frame.columns], F.col("_metadata")))
 
 

@@ -34,6 +34,7 @@ from lakemerge.config.records import RecordsConfig
 from lakemerge.feeds import containers, utf8
 from lakemerge.feeds.connect_schema import Logical, from_connect
 from lakemerge.feeds.events import Envelope, envelope_rows
+from lakemerge.feeds.files import literal
 from lakemerge.feeds.formats import Read, position
 
 if TYPE_CHECKING:
@@ -176,13 +177,13 @@ def read_debezium(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -
     if feed.container != "json":
         return containers.read_container(spark, feed, paths)
     if feed.multiline:
-        whole = spark.read.text(list(paths), wholetext=True).select("value", "_metadata")
+        whole = spark.read.text([literal(p) for p in paths], wholetext=True).select("value", "_metadata")
         text = F.trim(F.col("value"))
         array = F.coalesce(F.from_json(text, "array<string>"), F.array(text))  # (a malformed array: a bad event)
         items = F.when(text.startswith("["), array).otherwise(F.array(text))
         lines = whole.select(F.posexplode(items).alias(C.ROW_ID, "value"), "_metadata")
         lines = lines.withColumn(C.BLOCK, F.lit(0).cast("long"))
     else:
-        lines = position(spark.read.text(list(paths)).select("value", "_metadata"))
+        lines = position(spark.read.text([literal(p) for p in paths]).select("value", "_metadata"))
         lines = lines.where(F.length(F.trim(F.col("value"))) > 0)
     return debezium_rows(spark, lines, feed)

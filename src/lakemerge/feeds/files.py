@@ -9,6 +9,10 @@ File order, used to break ties between changes with equal sequences, is defined 
 - ``file_order = "name_number"``: by the number after the last ``_`` of the name (before the
   extension; ``products_1428415316.csv`` → 1428415316), then by path;
 - ``file_order = "mtime"``: by modification time, then by path.
+
+A location is a Hadoop glob pattern (``landing/*/orders_*.csv``), as Spark's readers take one; a
+listed file is a path, read by its very name: :func:`literal` escapes the characters a glob gives a
+meaning wherever a listed path meets a glob's expansion (Spark's readers, ``globStatus``).
 """
 
 from __future__ import annotations
@@ -27,13 +31,22 @@ if TYPE_CHECKING:
 
 _NAME_NUMBER = re.compile(r"_(\d+)(?:\.[^._]*)*$")
 
+#: The characters a Hadoop glob pattern gives a meaning (``org.apache.hadoop.fs.GlobPattern``, as
+#: Spark's readers tell a pattern from a path); a backslash before one makes it stand for itself.
+GLOB_CHARACTERS = "[]{}*?\\"
+
+#: A URI's scheme and authority (``s3a://bucket``, ``file:``), which a pattern leaves as they are.
+_PREFIX = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:(?://[^/]*)?)?")
+
 
 @dataclass(frozen=True, order=True)
 class FeedFile:
     """One change file, as listed before reading.
 
     Attributes:
-        path: fully qualified URI (what Spark reports as the file's path).
+        path: the fully qualified Hadoop path, as listed: the file's real name, recorded so in the
+            ledger (Spark's readers take it through :func:`literal`, and report it percent-encoded,
+            :func:`spark_file_path`).
         name: the last path component.
         size: bytes.
         modified: modification time, epoch milliseconds.
@@ -61,6 +74,27 @@ def name_number(name: str) -> int | None:
 HIDDEN = "hidden: its name starts with '.' or '_' (as Hadoop's and Spark's own files do); not read"
 COLON = "its name holds ':', which a Hadoop path cannot hold; not read: rename it to apply it"
 UNLISTED = "Hadoop does not list it (a dangling symbolic link, or an entry it cannot read); not read"
+
+
+def literal(path: str) -> str:
+    """The glob pattern that matches ``path`` and nothing else: each of ``[ ] { } * ? \\`` in it
+    after its scheme and authority escaped with a backslash (``file:/in/o[2].csv`` →
+    ``file:/in/o\\[2\\].csv``). Spark's readers expand the paths they are given as patterns, so a
+    listed file reaches them in this form; its rows still report its real path."""
+    prefix, rest = _split(path)
+    return prefix + "".join("\\" + c if c in GLOB_CHARACTERS else c for c in rest)
+
+
+def _split(path: str) -> tuple[str, str]:
+    """``path``'s scheme and authority (``s3a://bucket``, ``file:``, or nothing), and the rest."""
+    prefix = _PREFIX.match(path)
+    start = prefix.end() if prefix else 0
+    return path[:start], path[start:]
+
+
+def is_pattern(location: str) -> bool:
+    """Whether ``location`` holds a character a glob gives a meaning (then it is expanded as one)."""
+    return any(c in GLOB_CHARACTERS for c in location)
 
 
 def list_feed_files(spark: SparkSession, locations: Iterable[str], *, file_order: str) -> list[FeedFile]:
@@ -133,14 +167,11 @@ def _statuses(spark: SparkSession, hadoop_conf: Any, location: str, ignored: dic
     path = jclass(spark, "org.apache.hadoop.fs.Path")(location)
     try:
         fs = path.getFileSystem(hadoop_conf)
-        if any(ch in location for ch in "*?[{"):
+        if is_pattern(location):
             matched = fs.globStatus(path) or []
-            result: list[Any] = []
-            for status in matched:
-                result.extend(_walk(fs, status, ignored))
-            if not result:
-                raise InputError("input pattern matches no file", path=location)
-            return result
+            if not matched:
+                _check_unmatched(spark, fs, path, location)
+            return [found for status in matched for found in _walk(fs, status, ignored)]
         if not fs.exists(path):
             raise InputError("input path does not exist", path=location)
         return _walk(fs, fs.getFileStatus(path), ignored)
@@ -148,6 +179,51 @@ def _statuses(spark: SparkSession, hadoop_conf: Any, location: str, ignored: dic
         raise
     except Exception as exc:  # py4j wraps Java's IOExceptions
         raise InputError(f"cannot list input path: {_java_message(exc)}", path=location) from None
+
+
+def _check_unmatched(spark: SparkSession, fs: Any, path: Any, location: str) -> None:
+    """A pattern that matches no entry names nothing pending when the folder before its first
+    wildcard exists (as an empty folder holds none: ``landing/*.csv`` once every file is archived).
+
+    Raises:
+        InputError: that folder does not exist; the pattern has no wildcard (its characters are all
+            escaped) and names a path that does not exist; or an entry spelled as the pattern is
+            exists (it is named by escaping the pattern's characters).
+    """
+    if fs.exists(path):  # (exists() takes the name as it is)
+        raise InputError(
+            f"input pattern matches no file; a location is a glob pattern, in which {' '.join(GLOB_CHARACTERS)} "
+            f"have a meaning: to name the entry of this very name, write a backslash before each ({literal(location)})",
+            path=location,
+        )
+    prefix, rest = _split(location)
+    fixed: list[str] = []
+    for part in rest.split("/"):
+        if any(c in "[{*?" for c in re.sub(r"\\.", "", part)):  # (a wildcard, not escaped)
+            break
+        fixed.append(re.sub(r"\\(.)", r"\1", part))
+    else:  # (every character escaped: the pattern names one path)
+        raise InputError("input path does not exist", path=prefix + "/".join(fixed))
+    folder = prefix + ("/".join(fixed) or "/")
+    if not fs.exists(jclass(spark, "org.apache.hadoop.fs.Path")(folder)):
+        raise InputError(
+            f"input pattern matches no file: the folder before its first wildcard ({folder}) does not exist",
+            path=location,
+        )
+
+
+def matched_locations(spark: SparkSession, locations: Iterable[str]) -> list[str]:
+    """What ``locations`` name, as qualified Hadoop URIs: each pattern's matches (files or folders,
+    as listing expands it), each other location itself."""
+    hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
+    found: list[str] = []
+    for location in map(absolute, locations):
+        if not is_pattern(location):
+            found.append(qualified(spark, location))
+            continue
+        path = jclass(spark, "org.apache.hadoop.fs.Path")(location)
+        found.extend(str(s.getPath().toString()) for s in path.getFileSystem(hadoop_conf).globStatus(path) or [])
+    return found
 
 
 def _walk(fs: Any, status: Any, ignored: dict[str, str]) -> list[Any]:

@@ -17,6 +17,7 @@ from lakemerge.config.feed import FeedConfig
 from lakemerge.config.records import RecordsConfig
 from lakemerge.errors import ConfigError, InputError, first_line
 from lakemerge.feeds import utf8
+from lakemerge.feeds.files import literal
 from lakemerge.spark.jvm import jclass
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ def _first_line(spark: SparkSession, path: str) -> str | None:
     """The first non-empty line of one file (a one-row action, used to name columns)."""
     from pyspark.sql import functions as F
 
-    rows = spark.read.text(path).filter(F.length("value") > 0).limit(1).collect()
+    rows = spark.read.text(literal(path)).filter(F.length("value") > 0).limit(1).collect()
     return str(rows[0][0]) if rows else None
 
 
@@ -59,7 +60,7 @@ def _data_columns(spark: SparkSession, feed: FeedConfig, paths: Sequence[str], c
     if feed.format == "csv" and feed.header and feed.encoding.upper().replace("-", "") != "UTF8":
         # Another encoding: the CSV reader itself decodes the header.
         for path in paths:
-            names = list(_csv_reader(spark, feed).option("header", True).csv(path).columns)
+            names = list(_csv_reader(spark, feed).option("header", True).csv(literal(path)).columns)
             if names and names != ["_c0"]:
                 return [n.lstrip("\ufeff").strip() for n in names]
         return []
@@ -154,7 +155,7 @@ def read_csv(
         .option("mode", "PERMISSIVE")
         .option("columnNameOfCorruptRecord", _CORRUPT)
     )
-    frame = reader.csv(list(paths))
+    frame = reader.csv([literal(p) for p in paths])
     frame = frame.select(
         *[col(n) for n in names],
         F.col(_CORRUPT).alias(C.RAW),
@@ -176,7 +177,7 @@ def read_text(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -> Re
     names = _data_columns(spark, feed, paths, lambda line: pattern.split(line))
     if not names:
         return _empty(spark, paths)
-    text = spark.read.text(list(paths)).select("value", "_metadata")
+    text = spark.read.text([literal(p) for p in paths]).select("value", "_metadata")
     text = position(text).filter(F.length("value") > 0)
     header = _first_line(spark, paths[0]) if feed.header else None
     if header is not None:
@@ -211,10 +212,11 @@ def read_json(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -> Re
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType, StructField, StructType
 
+    readable = [literal(p) for p in paths]
     if feed.schema_ddl:
         schema = ddl_schema(feed.schema_ddl)
     else:
-        schema = spark.read.option("mode", "PERMISSIVE").option("encoding", feed.encoding).json(list(paths)).schema
+        schema = spark.read.option("mode", "PERMISSIVE").option("encoding", feed.encoding).json(readable).schema
     data_fields = [f for f in schema.fields if f.name != "_corrupt_record"]
     full = StructType([*data_fields, StructField(_CORRUPT, StringType())])
     frame = (
@@ -222,7 +224,7 @@ def read_json(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -> Re
         .option("mode", "PERMISSIVE")
         .option("encoding", feed.encoding)
         .option("columnNameOfCorruptRecord", _CORRUPT)
-        .json(list(paths))
+        .json(readable)
     )
     names = [f.name for f in data_fields]
     frame = frame.select(
@@ -240,7 +242,7 @@ def read_columnar(spark: SparkSession, fmt: str, paths: Sequence[str]) -> Read:
 
     reader = spark.read.format(fmt)
     schema = parquet_schema(spark, paths) if fmt == "parquet" else None
-    frame = (reader.schema(schema) if schema is not None else reader).load(list(paths))
+    frame = (reader.schema(schema) if schema is not None else reader).load([literal(p) for p in paths])
     names = list(frame.columns)
     frame = frame.select(
         *[col(n) for n in names],

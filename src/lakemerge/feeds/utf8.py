@@ -87,14 +87,14 @@ def invalid_lines(spark: SparkSession, files: Sequence[tuple[FeedConfig, int, Fe
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    from lakemerge.feeds.files import spark_file_path
+    from lakemerge.feeds.files import literal, spark_file_path
 
     chosen = [(i, f, feed.header) for feed, i, f in files if feed.format in DECODED and checks(feed)]
     if not chosen:
         return None
     index = F.create_map(*[x for i, f, _ in chosen for x in (F.lit(spark_file_path(spark, f.path)), F.lit(i))])
     headed = [i for i, _, header in chosen if header]
-    lines = spark.read.text([f.path for _, f, _ in chosen]).select("value", "_metadata")
+    lines = spark.read.text([literal(f.path) for _, f, _ in chosen]).select("value", "_metadata")
     lines = lines.withColumn(C.BLOCK, F.col("_metadata.file_block_start"))
     lines = lines.withColumn(C.ROW_ID, F.monotonically_increasing_id())  # (as lakemerge.feeds.formats.position)
     lines = lines.withColumn(C.FILE, index[F.col("_metadata.file_path")])

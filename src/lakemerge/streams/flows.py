@@ -13,6 +13,7 @@ from lakemerge.batch.frames import FrameBatch
 from lakemerge.batch.transactions import Transaction
 from lakemerge.config import PipelineConfig, TableConfig
 from lakemerge.config.stream import StreamConfig
+from lakemerge.feeds.files import literal
 from lakemerge.results import BatchResult
 from lakemerge.streams.sources import kafka_frame, stream_frame
 
@@ -85,10 +86,11 @@ def _apply_table(
     if stream.source == "kafka":
         result = apply_table(table, spark=spark, frame=FrameBatch(frame, name, epoch, stream))
         return [result] if result.version is not None or result.applied_before else []
-    files = sorted(str(row[0]) for row in frame.select("path").collect())  # (file names only)
+    # (file names only; each as a pattern that names that file alone, whatever characters it holds)
+    inputs = sorted(literal(str(row[0])) for row in frame.select("path").collect())
     found: list[BatchResult] = []
-    while files:
-        result = apply_table(table, spark=spark, inputs=files)
+    while inputs:
+        result = apply_table(table, spark=spark, inputs=inputs)
         if result.version is None:
             break
         found.append(result)
