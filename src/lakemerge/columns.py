@@ -35,6 +35,11 @@ def quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def delta_path(path: str) -> str:
+    """The Delta table at ``path`` as SQL names it: ``delta.`path```, a backtick in the path doubled."""
+    return "delta." + quoted(path)
+
+
 def sql_string(text: str) -> str:
     """``text`` as a SQL string literal: in single quotes, a backslash or quote inside it escaped."""
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"

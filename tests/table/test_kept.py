@@ -12,8 +12,7 @@ import pytest
 
 import lakemerge
 from lakemerge.operations.compact import compact
-from lakemerge.table import kept, stats
-from lakemerge.table import snapshot as snapshots
+from lakemerge.table import kept, snapshots, stats
 from tests.helpers import csv_table, read_log_view, write_lines
 from tests.oracle import apply_batch, state_rows
 

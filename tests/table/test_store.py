@@ -1,4 +1,4 @@
-"""A table's snapshots while a batch is planned (lakemerge.table.snapshot.one_snapshot_each): each
+"""A table's snapshots while a batch is planned (lakemerge.table.snapshots.one_snapshot_each): each
 table's Delta log is brought up to date once, and the batch sees that one version throughout."""
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ import pytest
 import lakemerge
 from lakemerge.batch.plan import plan_batch
 from lakemerge.batch.select import NothingPending
-from lakemerge.table import jvm_snapshot
-from lakemerge.table import snapshot as snapshots
+from lakemerge.table import jvm_snapshot, snapshots
 from tests.helpers import csv_table, write_lines
 
 

@@ -43,7 +43,7 @@ from lakemerge.spark import tuning
 from lakemerge.spark.scoped import scoped_conf
 from lakemerge.table import ledger, tombstones
 from lakemerge.table.prune import KeyRanges
-from lakemerge.table.snapshot import one_snapshot_each
+from lakemerge.table.snapshots import one_snapshot_each
 from lakemerge.write import scd2
 
 if TYPE_CHECKING:

@@ -103,7 +103,7 @@ def debezium_rows(
 
 def _inferred_schema(spark: SparkSession, texts: DataFrame) -> StructType:
     """The structure Spark's JSON reader infers for a column of JSON texts (one job)."""
-    from lakemerge.spark.backend import backend
+    from lakemerge.spark.backends import backend
 
     return backend(spark).json_schema(texts)
 

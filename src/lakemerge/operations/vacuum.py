@@ -18,7 +18,7 @@ from lakemerge.errors import ConfigError
 from lakemerge.operations.inspect import require_table
 from lakemerge.results import VacuumResult
 from lakemerge.spark import localfs
-from lakemerge.spark.backend import backend
+from lakemerge.spark.backends import backend
 from lakemerge.spark.scoped import scoped_conf
 from lakemerge.table import ledger, store, tombstones
 

@@ -2,16 +2,14 @@
 
 A classic session has its JVM in this process (py4j): lakemerge reads Spark's and Delta's state
 there directly and takes the fast paths that need it. A Spark Connect session has only a client
-here: everything goes through DataFrames and SQL to the server. :func:`backend` picks the
-implementation once per session (:mod:`lakemerge.spark.classic` or :mod:`lakemerge.spark.connect`);
-callers never ask which one they hold.
+here: everything goes through DataFrames and SQL to the server. :func:`lakemerge.spark.backends.backend`
+picks the implementation once per session (:mod:`lakemerge.spark.classic` or
+:mod:`lakemerge.spark.connect`); callers never ask which one they hold.
 """
 
 from __future__ import annotations
 
 import abc
-import threading
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -84,28 +82,3 @@ class Backend(abc.ABC):
         """Call ``report`` with the active stages whenever the session reports progress; the
         function that stops it, or ``None`` where progress is polled through :meth:`stages`."""
         return None
-
-
-_LOCK = threading.Lock()
-_CHOSEN: weakref.WeakKeyDictionary[Any, Backend] = weakref.WeakKeyDictionary()
-
-
-def backend(spark: SparkSession) -> Backend:
-    """The backend of ``spark``, chosen once per session."""
-    with _LOCK:
-        found = _CHOSEN.get(spark)
-        if found is None:
-            found = _CHOSEN[spark] = _choose(spark)
-    return found
-
-
-def _choose(spark: SparkSession) -> Backend:
-    from lakemerge.spark.remote import is_connect
-
-    if is_connect(spark):
-        from lakemerge.spark.connect import ConnectBackend
-
-        return ConnectBackend(spark)
-    from lakemerge.spark.classic import ClassicBackend
-
-    return ClassicBackend(spark)

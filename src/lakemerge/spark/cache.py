@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lakemerge.spark.backend import backend
+from lakemerge.spark.backends import backend
 from lakemerge.spark.scoped import scoped_conf
 
 if TYPE_CHECKING:

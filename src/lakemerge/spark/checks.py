@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from lakemerge.errors import ConfigError
 from lakemerge.spark import versions
-from lakemerge.spark.backend import backend
+from lakemerge.spark.backends import backend
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from lakemerge.columns import delta_path
 from lakemerge.errors import ConfigError, first_line
 from lakemerge.spark.backend import Backend, Stage
 
@@ -38,7 +39,7 @@ class ConnectBackend(Backend):
 
     def check_delta(self, version: str, matching: Pairing) -> None:
         try:
-            self.spark.sql(f"DESCRIBE DETAIL delta.`{_NOWHERE}`").collect()
+            self.spark.sql(f"DESCRIBE DETAIL {delta_path(_NOWHERE)}").collect()
         except Exception as exc:
             text = str(exc)
             if "DELTA" in text or "Delta" in text or "not a Delta table" in text:

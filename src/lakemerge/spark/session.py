@@ -20,7 +20,7 @@ from lakemerge import packaged
 from lakemerge.config.spark import SparkSettings
 from lakemerge.errors import LakemergeError
 from lakemerge.spark import checks, localfs, remote, startup, versions
-from lakemerge.spark.backend import backend
+from lakemerge.spark.backends import backend
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -75,7 +75,7 @@ def small_batch_settings(spark: SparkSession, rows: int) -> dict[str, str | None
     session turned tuning off)."""
     if not enabled(spark):
         return {}
-    from lakemerge.spark.backend import backend
+    from lakemerge.spark.backends import backend
 
     partitions = shuffle_partitions(rows, backend(spark).parallelism())
     return {_ADAPTIVE: "false", _PARTITIONS: str(partitions)}

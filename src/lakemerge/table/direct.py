@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lakemerge.errors import AccountingError
-from lakemerge.spark.backend import backend
+from lakemerge.spark.backends import backend
 from lakemerge.spark.jvm import jclass, scala_seq
 from lakemerge.spark.scoped import scoped_conf
 from lakemerge.spark.tail import in_tail

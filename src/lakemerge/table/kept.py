@@ -23,10 +23,10 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lakemerge.spark.backend import backend
+from lakemerge.spark.backends import backend
 from lakemerge.spark.cache import persisted
 from lakemerge.table import stats
-from lakemerge.table.snapshot import latest_snapshot
+from lakemerge.table.snapshots import latest_snapshot
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -66,7 +66,7 @@ _lock = threading.Lock()
 
 def table_side(spark: SparkSession, path: str, frame: DataFrame) -> DataFrame:
     """``frame``, the whole table at ``path`` as a batch reads it at the table's latest version
-    (:func:`lakemerge.table.snapshot.latest_snapshot`), or the same rows from memory where this
+    (:func:`lakemerge.table.snapshots.latest_snapshot`), or the same rows from memory where this
     process keeps them (see the module)."""
     if str(spark.conf.get(ENABLED_CONF, "true")).strip().lower() == "false":
         return frame

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from lakemerge.errors import InputError
 from lakemerge.results import AppliedFile
 from lakemerge.spark.scoped import scoped_conf
-from lakemerge.table.snapshot import commits, latest_snapshot
+from lakemerge.table.snapshots import commits, latest_snapshot
 from lakemerge.table.store import table_exists
 
 if TYPE_CHECKING:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from lakemerge.columns import delta_path
 from lakemerge.errors import TableError, first_line
 from lakemerge.table.snapshot import ListedFile, Snapshot
 
@@ -33,10 +34,6 @@ _NOT_A_TABLE = (
 )
 
 
-def _sql_path(path: str) -> str:
-    return "delta.`" + path.replace("`", "``") + "`"
-
-
 def _no_table(exc: BaseException) -> bool:
     text = str(exc)
     return any(sign in text for sign in _NOT_A_TABLE)
@@ -53,7 +50,7 @@ def is_delta(spark: SparkSession, path: str) -> bool:
 
 def _detail(spark: SparkSession, path: str) -> Row | None:
     try:
-        rows = spark.sql(f"DESCRIBE DETAIL {_sql_path(path)}").collect()
+        rows = spark.sql(f"DESCRIBE DETAIL {delta_path(path)}").collect()
     except Exception as exc:
         if _no_table(exc):
             return None
@@ -74,7 +71,7 @@ class SqlSnapshot(Snapshot):
     def latest(cls, spark: SparkSession, path: str) -> SqlSnapshot:
         """The table's latest version (``-1`` when there is no table at ``path``)."""
         try:
-            rows = spark.sql(f"DESCRIBE HISTORY {_sql_path(path)} LIMIT 1").select("version").collect()
+            rows = spark.sql(f"DESCRIBE HISTORY {delta_path(path)} LIMIT 1").select("version").collect()
         except Exception as exc:
             if _no_table(exc):
                 return cls(spark, path, -1, None)

@@ -8,7 +8,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from lakemerge.table.snapshot import MAX_BOUNDED_FILES, ListedFile, Snapshot, latest_snapshot
+from lakemerge.table.snapshot import MAX_BOUNDED_FILES, ListedFile, Snapshot
+from lakemerge.table.snapshots import latest_snapshot
 from lakemerge.table.store import read_version
 
 if TYPE_CHECKING:

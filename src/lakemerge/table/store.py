@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from lakemerge.columns import delta_path
 from lakemerge.errors import TableError, first_line
 from lakemerge.spark.jvm import jclass
-from lakemerge.table.snapshot import Snapshot, is_delta, latest_snapshot
+from lakemerge.table.snapshot import Snapshot
+from lakemerge.table.snapshots import is_delta, latest_snapshot
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -29,7 +31,7 @@ def table_exists(spark: SparkSession, path: str) -> bool:
     """True when ``path`` holds a Delta table; an existing non-Delta directory is an error."""
     if is_delta(spark, path):
         return True
-    from lakemerge.spark.backend import backend
+    from lakemerge.spark.backends import backend
 
     if not backend(spark).jvm:
         return _no_foreign_files(spark, path)
@@ -184,4 +186,4 @@ def record_only(spark: SparkSession, path: str, txn_version: int) -> None:
 
 def sql_path(path: str) -> str:
     """The Delta table at ``path`` as SQL names it: ``delta.`path```, a backtick in the path doubled."""
-    return "delta.`" + path.replace("`", "``") + "`"
+    return delta_path(path)

@@ -33,7 +33,7 @@ from lakemerge.columns import col, quoted
 from lakemerge.config.table import TableConfig
 from lakemerge.spark import literals
 from lakemerge.table import store
-from lakemerge.table.snapshot import is_delta
+from lakemerge.table.snapshots import is_delta
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from lakemerge.errors import AccountingError
-from lakemerge.spark.backend import backend
+from lakemerge.spark.backends import backend
 from lakemerge.spark.jvm import jclass, scala_map, scala_seq
 from lakemerge.table.jvm_snapshot import DELTA_LOG, checksum_transaction
 

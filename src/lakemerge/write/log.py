@@ -10,7 +10,7 @@ from lakemerge import columns as C
 from lakemerge.columns import col, quoted
 from lakemerge.config import TableConfig
 from lakemerge.spark import literals
-from lakemerge.spark.backend import backend
+from lakemerge.spark.backends import backend
 from lakemerge.table import store
 from lakemerge.table.logview import LOG_BATCH, LOG_OP, read_merged
 from lakemerge.write.classify import WRITES, Outcome

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from lakemerge import columns as C
 from lakemerge.columns import col, quoted
 from lakemerge.config.table import TableConfig
-from lakemerge.spark.backend import backend
+from lakemerge.spark.backends import backend
 from lakemerge.table import store
 from lakemerge.table.prune import KeyRanges
 from lakemerge.write.classify import WRITES, Outcome, newer_or_equal
