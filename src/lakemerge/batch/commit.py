@@ -137,7 +137,7 @@ def _write(spark: SparkSession, plan: BatchPlan) -> None:
                 exists=plan.exists,
                 writes=counts.writes(metrics),
                 partial=plan.partial,
-                truncate_before=plan.truncate_before,
+                truncate_before=plan.truncate_sql,
                 txn_version=plan.txn_version,
                 ranges=plan.ranges,
                 inserts_only=metrics.updated == metrics.deleted == metrics.truncated == 0,

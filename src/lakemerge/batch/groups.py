@@ -19,6 +19,7 @@ from lakemerge.config.pipeline import GroupConfig, PipelineConfig
 from lakemerge.errors import ConfigError
 from lakemerge.results import BatchResult, GroupPoint
 from lakemerge.spark import localfs
+from lakemerge.table.snapshots import is_delta, latest_snapshot
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -46,9 +47,7 @@ def apply_group(
 def snapshot(pipeline: PipelineConfig, group: str, *, spark: SparkSession) -> GroupPoint | None:
     """The group's last recorded point, or ``None`` before its first complete run."""
     config = group_config(pipeline, group)
-    from delta.tables import DeltaTable
-
-    if not DeltaTable.isDeltaTable(spark, config.state):
+    if not is_delta(spark, config.state):
         return None
     rows = spark.read.format("delta").load(config.state).orderBy("point", ascending=False).limit(1).collect()
     if not rows:
@@ -69,10 +68,8 @@ def record_point(
 ) -> GroupPoint:
     """Append the group's next point (one atomic Delta commit to its state), with the transaction
     that made it when there was one."""
-    from delta.tables import DeltaTable
-
     previous = None
-    if DeltaTable.isDeltaTable(spark, config.state):
+    if is_delta(spark, config.state):
         previous = spark.read.format("delta").load(config.state).agg({"point": "max"}).collect()[0][0]
     point = GroupPoint(
         group=group,
@@ -92,9 +89,7 @@ def record_point(
 
 def latest_version(spark: SparkSession, path: str) -> int:
     """The table's latest version."""
-    from delta.tables import DeltaTable
-
-    return int(DeltaTable.forPath(spark, path).history(1).select("version").collect()[0][0])
+    return latest_snapshot(spark, path).version
 
 
 def group_config(pipeline: PipelineConfig, group: str) -> GroupConfig:

@@ -96,6 +96,8 @@ class BatchPlan:
     bad: DataFrame | None = None
     partial: tuple[str, ...] = ()
     truncate_before: Column | None = None
+    #: ``truncate_before`` as SQL (the MERGE's text holds it).
+    truncate_sql: str | None = None
     snapshots: dict[str, dict[str, Any]] = field(default_factory=dict)
     history: scd2.History | None = None
     writes: int | None = None
@@ -327,6 +329,7 @@ class _Planner:
             bad=read.bad,
             partial=table.partial_columns(data_columns),
             truncate_before=truncate.before,
+            truncate_sql=truncate.sql,
             snapshots=absent.positions,
             history=classified.history,
             writes=writes,

@@ -15,7 +15,7 @@ from lakemerge import columns as C
 from lakemerge.batch.cached import Cached
 from lakemerge.batch.select import Selection
 from lakemerge.changes.snapshot import absent_deletes, check_order, scope_positions
-from lakemerge.columns import col
+from lakemerge.columns import col, sql_string
 from lakemerge.config import TableConfig
 from lakemerge.config.table import FILE_SEQUENCE_COLUMN
 from lakemerge.errors import InputError, SchemaError
@@ -119,13 +119,20 @@ class Truncate:
 
     Attributes:
         records: truncate records in the batch.
-        before: the latest truncate's sequence, as a struct literal: rows older than it go.
+        sql: the latest truncate's sequence, as the SQL of a struct literal: rows older than it go.
         stored_rows: stored rows older than it, which the commit removes.
     """
 
     records: int = 0
-    before: Column | None = None
+    sql: str | None = None
     stored_rows: int = 0
+
+    @property
+    def before(self) -> Column | None:
+        """:attr:`sql` as a column (``None`` without a truncate)."""
+        from pyspark.sql import functions as F
+
+        return None if self.sql is None else F.expr(self.sql)
 
     def surviving(self, table: TableConfig, valid: DataFrame) -> DataFrame:
         """The changes that outlive the truncate: not the truncates, not older than the latest."""
@@ -149,14 +156,21 @@ def find_truncate(
     with scoped_conf(spark, own):
         sequence = F.struct(*[col(c) for c in table.sequence_columns])
         truncates = valid.filter(F.col(C.OP) == "T")
-        row = truncates.agg(F.count(F.lit(1)).alias("n"), F.max(sequence).alias("at")).collect()[0]
+        at = F.max(sequence)
+        # (Each field as Spark spells it, and cast back: no value goes through Python's types.)
+        spelled = [at.getField(c).cast("string").alias(f"_lm_at{i}") for i, c in enumerate(table.sequence_columns)]
+        row = truncates.agg(F.count(F.lit(1)).alias("n"), *spelled).collect()[0]
         if not row["n"]:
             return Truncate()
-        fields = row["at"].asDict()
         types = {f.name: f.dataType for f in valid.schema.fields}
-        before = F.struct(*[F.lit(fields[c]).cast(types[c]).alias(c) for c in table.sequence_columns])
-        older = stored.filter(sequence < before).count() if stored is not None else 0
-    return Truncate(records=int(row["n"]), before=before, stored_rows=int(older))
+        fields = [
+            f"{sql_string(c)}, CAST({'NULL' if row[f'_lm_at{i}'] is None else sql_string(row[f'_lm_at{i}'])} "
+            f"AS {types[c].simpleString()})"
+            for i, c in enumerate(table.sequence_columns)
+        ]
+        before = f"named_struct({', '.join(fields)})"
+        older = stored.filter(sequence < F.expr(before)).count() if stored is not None else 0
+    return Truncate(records=int(row["n"]), sql=before, stored_rows=int(older))
 
 
 @dataclass(frozen=True)

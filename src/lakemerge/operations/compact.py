@@ -155,20 +155,15 @@ def _merge(spark: SparkSession, table: TableConfig, latest: DataFrame, *, exists
     if not exists:
         store.create_table(latest.filter(F.col(logview.LOG_OP) == "U").select(*[col(c) for c in columns]), table)
         return
-    from delta.tables import DeltaTable
-
-    values = {quoted(c): col(c, "s") for c in columns}
+    values = {quoted(c): f"s.{quoted(c)}" for c in columns}
     on = " AND ".join(f"t.{quoted(k)} = s.{quoted(k)}" for k in table.key)
-    (
-        DeltaTable.forPath(spark, table.path)
-        .alias("t")
-        .merge(latest.alias("s"), on)
-        .withSchemaEvolution()
-        .whenMatchedDelete(condition=f"s.{logview.LOG_OP} = 'D'")
-        .whenMatchedUpdate(set=values)  # type: ignore[arg-type]
-        .whenNotMatchedInsert(condition=f"s.{logview.LOG_OP} = 'U'", values=values)  # type: ignore[arg-type]
-        .execute()
-    )
+    op = f"s.{quoted(logview.LOG_OP)}"
+    clauses = [
+        f"WHEN MATCHED AND {op} = 'D' THEN DELETE",
+        store.when_updated("TRUE", values),
+        store.when_inserted(f"{op} = 'U'", values),
+    ]
+    store.merge_into(spark, table.path, latest, on=on, clauses=clauses)
 
 
 def _optimize(spark: SparkSession, table: TableConfig) -> dict[str, int]:

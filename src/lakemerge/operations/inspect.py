@@ -13,6 +13,8 @@ from lakemerge.config import TableConfig
 from lakemerge.errors import TableError
 from lakemerge.results import AppliedFile, ChangedRecord, CommitInfo, TableSummary
 from lakemerge.table.ledger import history_rows, parse_record
+from lakemerge.table.snapshots import is_delta, latest_snapshot
+from lakemerge.table.store import sql_path
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -20,18 +22,14 @@ if TYPE_CHECKING:
 
 def require_table(spark: SparkSession, path: str) -> None:
     """Raise a TableError unless ``path`` holds a Delta table."""
-    from delta.tables import DeltaTable
-
-    if not DeltaTable.isDeltaTable(spark, path):
+    if not is_delta(spark, path):
         raise TableError(f"{path}: no Delta table here")
 
 
 def change_log(spark: SparkSession, path: str) -> str | None:
     """The change log beside the table at ``path`` (a ``log`` table's ``PATH__log``), if there is one."""
-    from delta.tables import DeltaTable
-
     log = f"{path.rstrip('/')}__log"
-    return log if DeltaTable.isDeltaTable(spark, log) else None
+    return log if is_delta(spark, log) else None
 
 
 def history(spark: SparkSession, path: str, *, limit: int | None = None) -> list[CommitInfo]:
@@ -75,11 +73,10 @@ def _commits(spark: SparkSession, path: str, limit: int | None) -> list[CommitIn
 
 def show(spark: SparkSession, path: str, *, sample: int = 10) -> TableSummary:
     """Schema, row count, file count and size, and up to ``sample`` rows of the latest version."""
-    from delta.tables import DeltaTable
-
     require_table(spark, path)
-    detail = DeltaTable.forPath(spark, path).detail().select("numFiles", "sizeInBytes", "partitionColumns").collect()[0]
-    version = int(DeltaTable.forPath(spark, path).history(1).select("version").collect()[0][0])
+    described = spark.sql(f"DESCRIBE DETAIL {sql_path(path)}")
+    detail = described.select("numFiles", "sizeInBytes", "partitionColumns").collect()[0]
+    version = latest_snapshot(spark, path).version
     frame = spark.read.format("delta").load(path)
     rows = frame.count()
     log = change_log(spark, path)

@@ -11,6 +11,22 @@ computed from the data, which the optimizer cannot fold (bench/RESULTS.md, "Gene
 from __future__ import annotations
 
 
+def sql_value(value: object) -> str:
+    """A Python value of a key's bounds (an integer, a decimal, a date) as a SQL literal."""
+    import datetime
+    import decimal
+
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return f"{value}L" if abs(value) > 2**31 - 1 else str(value)
+    if isinstance(value, decimal.Decimal):
+        return f"{value}BD"
+    if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+        return f"DATE'{value.isoformat()}'"
+    raise TypeError(f"no SQL literal for a {type(value).__name__}")
+
+
 def opaque(value: int | float, row: str, kind: str) -> str:
     """``value`` as a SQL expression of type ``kind`` (``bigint``, ``double``) whose value Spark's
     generated code reads from an object: an element of a literal array of two copies of it, indexed

@@ -22,7 +22,7 @@ from lakemerge.errors import InputError
 from lakemerge.results import AppliedFile
 from lakemerge.spark.scoped import scoped_conf
 from lakemerge.table.snapshots import commits, latest_snapshot
-from lakemerge.table.store import table_exists
+from lakemerge.table.store import sql_path, table_exists
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -89,10 +89,7 @@ def parse_record(user_metadata: str | None) -> dict[str, Any] | None:
 
 def history_rows(spark: SparkSession, path: str, limit: int | None = None) -> list[Any]:
     """Delta's history of ``path``, newest first (commit metadata only; no table data)."""
-    from delta.tables import DeltaTable
-
-    table = DeltaTable.forPath(spark, path)
-    frame = table.history(limit) if limit else table.history()
+    frame = spark.sql(f"DESCRIBE HISTORY {sql_path(path)}" + (f" LIMIT {int(limit)}" if limit else ""))
     return list(
         frame.selectExpr(
             "version", "unix_millis(timestamp) AS ts_ms", "operation", "operationMetrics", "userMetadata"

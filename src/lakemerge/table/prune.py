@@ -66,6 +66,17 @@ class KeyRanges:
             condition = part if condition is None else condition | part
         return condition if condition is not None else F.lit(False)
 
+    def predicate_sql(self, alias: str) -> str:
+        """:meth:`predicate` as SQL text (a MERGE's condition is written so)."""
+        name = f"{alias}.{quoted(self.column)}"
+        parts = [
+            f"{name} = {literals.sql_value(low)}"
+            if low == high
+            else f"{name} BETWEEN {literals.sql_value(low)} AND {literals.sql_value(high)}"
+            for low, high in self.ranges
+        ]
+        return "(" + " OR ".join(parts) + ")" if parts else "FALSE"
+
     def overlaps(self, low: Any, high: Any) -> bool:
         """Whether a file whose keys lie from ``low`` to ``high`` may hold a key of the ranges; also
         when the two do not compare (a batch's key typed unlike the table's, which the batch's

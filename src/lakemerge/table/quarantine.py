@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from lakemerge.results import QuarantinedRow
 from lakemerge.table.ledger import history_rows, parse_record
+from lakemerge.table.snapshots import is_delta
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -27,18 +28,17 @@ def list_quarantine(
     spark: SparkSession, *, table_path: str, quarantine_path: str, limit: int | None = 100
 ) -> list[QuarantinedRow]:
     """Quarantined rows of the table's committed batches, newest batch first, then by file and row."""
-    from delta.tables import DeltaTable
     from pyspark.sql import functions as F
 
-    if not DeltaTable.isDeltaTable(spark, quarantine_path):
+    if not is_delta(spark, quarantine_path):
         return []
     committed = []
     order = {}
     # A log table's batches commit to its change log (docs/semantics.md §14); its table's own
     # commits are compactions. Batches are ordered by their number.
     log = f"{table_path.rstrip('/')}__log"
-    for path in [table_path, *([log] if DeltaTable.isDeltaTable(spark, log) else [])]:
-        if not DeltaTable.isDeltaTable(spark, path):
+    for path in [table_path, *([log] if is_delta(spark, log) else [])]:
+        if not is_delta(spark, path):
             continue
         for row in history_rows(spark, path):
             record = parse_record(row["userMetadata"])

@@ -3,6 +3,7 @@ of a fixed version, and the writes a batch commits (create, append, a record-onl
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from lakemerge.columns import delta_path
@@ -182,6 +183,31 @@ def record_only(spark: SparkSession, path: str, txn_version: int) -> None:
     an empty MERGE). It sets ``lakemerge.batch`` to the batch number, so that two such commits
     racing conflict in Delta. Call inside :func:`commit_record`."""
     spark.sql(f"ALTER TABLE {sql_path(path)} SET TBLPROPERTIES ('lakemerge.batch' = '{txn_version}')")
+
+
+def merge_into(
+    spark: SparkSession, path: str, source: DataFrame, *, on: str, clauses: Sequence[str], evolve: bool = True
+) -> None:
+    """One Delta MERGE of ``source`` (aliased ``s``) into the table at ``path`` (aliased ``t``) on the
+    SQL condition ``on``, with its ``WHEN ...`` ``clauses`` in order; new source columns the clauses
+    assign are added to the table unless ``evolve`` is false. The same statement in a classic and a
+    Spark Connect session. Call inside :func:`lakemerge.table.ledger.commit_record`."""
+    evolution = "WITH SCHEMA EVOLUTION " if evolve else ""
+    statement = f"MERGE {evolution}INTO {sql_path(path)} AS t USING {{source}} AS s ON {on} " + " ".join(clauses)
+    spark.sql(statement, source=source)
+
+
+def when_updated(condition: str, values: dict[str, str]) -> str:
+    """A MERGE clause: a matched row meeting the SQL ``condition`` (or any: ``TRUE``) takes
+    ``values`` (quoted column → SQL expression)."""
+    matched = "WHEN MATCHED" if condition == "TRUE" else f"WHEN MATCHED AND {condition}"
+    return f"{matched} THEN UPDATE SET " + ", ".join(f"{name} = {value}" for name, value in values.items())
+
+
+def when_inserted(condition: str, values: dict[str, str]) -> str:
+    """A MERGE clause: a source row with no match meeting the SQL ``condition`` is inserted as
+    ``values`` (quoted column → SQL expression)."""
+    return f"WHEN NOT MATCHED AND {condition} THEN INSERT ({', '.join(values)}) VALUES ({', '.join(values.values())})"
 
 
 def sql_path(path: str) -> str:

@@ -23,7 +23,7 @@ from lakemerge.table.prune import KeyRanges
 from lakemerge.write.classify import WRITES, Outcome, newer_or_equal
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 
 def write_changes(
@@ -36,7 +36,7 @@ def write_changes(
     writes: int,
     txn_version: int,
     partial: Sequence[str] = (),
-    truncate_before: Column | None = None,
+    truncate_before: str | None = None,
     ranges: KeyRanges | None = None,
     inserts_only: bool = False,
     regroup: bool = False,
@@ -50,7 +50,8 @@ def write_changes(
     sets the table property ``lakemerge.batch`` to the batch number, so that two such commits racing conflict in Delta.
     With ``inserts_only`` (classification found no stored row for any change that writes), the
     inserts are appended (new feed columns added); a concurrent lakemerge writer is still stopped
-    by the batch number's idempotent transaction. ``regroup`` deals the changes round-robin before
+    by the batch number's idempotent transaction. ``truncate_before``: the batch's truncate, as the
+    SQL of its sequence (rows older than it go). ``regroup`` deals the changes round-robin before
     the MERGE, for changes partitioned by the key into fewer partitions than the table's rewrite
     should use.
     """
@@ -68,8 +69,6 @@ def write_changes(
         store.record_only(spark, table.path, txn_version)
         return
 
-    from delta.tables import DeltaTable
-
     extra = [F.col(C.AFTER_DELETE)] if partial else []
     source = classified.filter(F.col(C.OUTCOME).isin([o.value for o in WRITES])).select(
         *[col(c) for c in data_columns], F.col(C.OP), *extra
@@ -80,29 +79,26 @@ def write_changes(
         # join and rewrite every touched file from that many tasks. Partitions dealt round-robin
         # carry no key, so the join is planned with the session's shuffle partitions instead.
         source = source.repartition(backend(spark).parallelism())
-    on: str | Column = " AND ".join(f"t.{quoted(k)} = s.{quoted(k)}" for k in table.key)
+    on = " AND ".join(f"t.{quoted(k)} = s.{quoted(k)}" for k in table.key)
     if ranges is not None and truncate_before is None:
         # Target-only conjuncts of the condition are what Delta skips files with.
-        on = F.expr(str(on)) & ranges.predicate("t")
+        on = f"{on} AND {ranges.predicate_sql('t')}"
     fresh = newer_or_equal("s", "t", table.sequence_columns)
-    values: dict[str, str | Column] = {quoted(c): f"s.{quoted(c)}" for c in data_columns}
-    updates: dict[str, str | Column] = dict(values)
-    stored = F.struct(*[col(c, "t") for c in table.sequence_columns])
+    values = {quoted(c): f"s.{quoted(c)}" for c in data_columns}
+    stored = "struct(" + ", ".join(f"t.{quoted(c)}" for c in table.sequence_columns) + ")"
     # A null means "unchanged", unless the batch deleted (or truncated) the stored row before.
-    fresh_start = F.col(f"s.{C.AFTER_DELETE}")
+    fresh_start = f"s.{C.AFTER_DELETE}"
     if truncate_before is not None:
-        fresh_start = fresh_start | (stored < truncate_before)
+        fresh_start = f"({fresh_start} OR {stored} < {truncate_before})"
+    updates = dict(values)
     for c in partial:
-        updates[quoted(c)] = F.when(fresh_start, col(c, "s")).otherwise(F.coalesce(col(c, "s"), col(c, "t")))
-    merge = (
-        DeltaTable.forPath(spark, table.path)
-        .alias("t")
-        .merge(source.alias("s"), on)
-        .withSchemaEvolution()
-        .whenMatchedDelete(condition=f"s.{C.OP} = 'D' AND {fresh}")
-        .whenMatchedUpdate(condition=f"s.{C.OP} = 'U' AND {fresh}", set=updates)
-        .whenNotMatchedInsert(condition=f"s.{C.OP} = 'U'", values=values)
-    )
+        name = quoted(c)
+        updates[name] = f"CASE WHEN {fresh_start} THEN s.{name} ELSE coalesce(s.{name}, t.{name}) END"
+    clauses = [
+        f"WHEN MATCHED AND s.{C.OP} = 'D' AND {fresh} THEN DELETE",
+        store.when_updated(f"s.{C.OP} = 'U' AND {fresh}", updates),
+        store.when_inserted(f"s.{C.OP} = 'U'", values),
+    ]
     if truncate_before is not None:
-        merge = merge.whenNotMatchedBySourceDelete(condition=stored < truncate_before)
-    merge.execute()
+        clauses.append(f"WHEN NOT MATCHED BY SOURCE AND {stored} < {truncate_before} THEN DELETE")
+    store.merge_into(spark, table.path, source, on=on, clauses=clauses)

@@ -346,22 +346,16 @@ def write(
         store.record_only(spark, table.path, txn_version)
         return
 
-    from delta.tables import DeltaTable
-
     on = " AND ".join(
         [*(f"t.{quoted(k)} = s.{quoted(k)}" for k in table.key), f"t.{quoted(START_AT)} = s.{quoted(START_AT)}"]
     )
-    values: dict[str, str | Column] = {quoted(c): f"s.{quoted(c)}" for c in history.columns}
-    (
-        DeltaTable.forPath(spark, table.path)
-        .alias("t")
-        .merge(history.source.select(*columns, F.col(_ACTION)).alias("s"), on)
-        .withSchemaEvolution()
-        .whenMatchedDelete(condition=f"s.{_ACTION} = 'D'")
-        .whenMatchedUpdate(condition=f"s.{_ACTION} = 'U'", set=values)
-        .whenNotMatchedInsert(condition=f"s.{_ACTION} = 'U'", values=values)
-        .execute()
-    )
+    values = {quoted(c): f"s.{quoted(c)}" for c in history.columns}
+    clauses = [
+        f"WHEN MATCHED AND s.{_ACTION} = 'D' THEN DELETE",
+        store.when_updated(f"s.{_ACTION} = 'U'", values),
+        store.when_inserted(f"s.{_ACTION} = 'U'", values),
+    ]
+    store.merge_into(spark, table.path, history.source.select(*columns, F.col(_ACTION)), on=on, clauses=clauses)
 
 
 def current(frame: DataFrame) -> DataFrame:
