@@ -191,9 +191,9 @@ def touched_batch(spark: SparkSession, path: str, *, vectors: bool = False) -> C
     from lakemerge.table import direct, ledger, stats
 
     def apply(batch: str) -> None:
-        from bench.peers import _deduped
+        from bench.tables import deduped
 
-        changes = _deduped(spark, batch)
+        changes = deduped(spark, batch)
         columns = [c for c in changes.columns if c != "op"]
         stored, snapshot, _ = stats.read_snapshot(spark, path)
         # A table without deletion vectors has no row index among its metadata columns.
@@ -246,9 +246,9 @@ def rules_batch(spark: SparkSession, path: str, graves: str, *, vectors: bool = 
             settled(batch, small)
 
     def settled(batch: str, small: bool) -> None:
-        from bench.peers import _deduped
+        from bench.tables import deduped
 
-        changes = _deduped(spark, batch)
+        changes = deduped(spark, batch)
         columns = [c for c in changes.columns if c != "op"]
         stored, snapshot, _ = stats.read_snapshot(spark, path)
         # (the keys of the records as read: duplicates do no harm to a semi-join)

@@ -3,7 +3,7 @@
 Hudi publishes no bundle for Spark 4.1 that this machine's Maven repository serves (apache/hudi
 issue 17663), so these peers run on the newest Spark that Hudi does ship for here: PySpark
 :data:`SPARK_VERSION` with :data:`HUDI_PACKAGE`, in a virtual environment of their own that the
-harness makes under its data folder on first use (``python -m venv`` and ``pip install pyspark``).
+harness makes under its data folder on first use (:data:`bench.envs.SPARK35`).
 Everything else is the other peers': the same batches, the same session settings where they are not
 Delta's (:func:`engine_conf`, computed by the harness from lakemerge's own), the same timing around
 the write alone, the same checksum.
@@ -17,31 +17,29 @@ has what the simple index and the record index measured). Files are compressed w
 are (Hudi's default is gzip, which costs a copy-on-write rewrite much more CPU).
 
 ``iceberg_mor_spark35`` runs the ``iceberg_mor`` peer's MERGE INTO in the same environment (Iceberg
-:data:`ICEBERG_PACKAGE`, the release the Spark 4.1 peer uses): beside ``iceberg_mor`` in one run of
-the harness, it tells how much of a difference is Spark's version rather than the table format.
+:data:`ICEBERG_PACKAGE`, the release the ``iceberg_mor`` peer uses): beside ``iceberg_mor`` in one run
+of the harness, it tells how much of a difference is Spark's version rather than the table format.
 
-Run by the harness as ``VENV/bin/python -m bench.hudi '<json>'`` (the job of :mod:`bench.worker`);
-there it imports nothing of lakemerge or Delta, only PySpark. :func:`engine_conf` and
-:func:`interpreter` run in the harness's own process.
+The harness starts these peers' :mod:`bench.worker` with that environment's Python; there
+:func:`prepare` imports nothing of lakemerge or Delta, only PySpark. :func:`engine_conf` runs in the
+harness's own process.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from typing import TYPE_CHECKING
 
+from bench import envs
 from bench.data import KEY
+from bench.tables import PARTITION, Prepared, checksum, initial
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 #: The newest Spark minor version Hudi publishes a bundle for that resolves here, and its bundle.
-SPARK_VERSION = "3.5.7"
+SPARK_VERSION = envs.SPARK35.spark
 HUDI_PACKAGE = "org.apache.hudi:hudi-spark3.5-bundle_2.12:1.0.2"
-ICEBERG_PACKAGE = "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.12.0"
+ICEBERG_PACKAGE = envs.ICEBERG["3.5"]
 #: Hudi's table type per Hudi peer.
 HUDI = {"hudi_cow": "COPY_ON_WRITE", "hudi_mor": "MERGE_ON_READ"}
 CALIBRATION = "iceberg_mor_spark35"
@@ -80,34 +78,6 @@ def engine_conf(base: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in conf.items() if not k.startswith(_NOT_FOR_HUDI)}
 
 
-def interpreter(root: str, timeout: float = 1800) -> str:
-    """The Python of the Hudi peers' environment under ``root``, made on first use (a half-made one
-    is made again: its marker is written last). Raises ``OSError`` or ``subprocess.SubprocessError``
-    when it cannot be made."""
-    env = os.path.join(root, f"spark-{SPARK_VERSION}")
-    python = os.path.join(env, "bin", "python")
-    ready = os.path.join(env, "ready")
-    if not (os.path.exists(ready) and os.path.exists(python)):
-        subprocess.run([sys.executable, "-m", "venv", "--clear", env], check=True, timeout=timeout)
-        install = [python, "-m", "pip", "install", "--quiet", f"pyspark=={SPARK_VERSION}"]
-        subprocess.run(install, check=True, timeout=timeout)
-        with open(ready, "w") as fh:
-            fh.write(f"pyspark {SPARK_VERSION}\n")
-    return python
-
-
-#: Variables that would point PySpark 3.5 at another Spark or Python; left out of its environment.
-FOREIGN = ("SPARK_HOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYSPARK_SUBMIT_ARGS", "SPARK_CONF_DIR")
-
-
-def environment(base: dict[str, str], bench_root: str) -> dict[str, str]:
-    """The environment of a Spark 3.5 peer's process: ``base`` without :data:`FOREIGN`, with only
-    ``bench_root`` (the folder holding ``bench``) on its Python path."""
-    env = {k: v for k, v in base.items() if k not in FOREIGN}
-    env["PYTHONPATH"] = bench_root
-    return env
-
-
 def _iceberg_session(warehouse: str) -> dict[str, str]:
     return {
         "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
@@ -133,8 +103,6 @@ def session(conf: dict[str, str], own: dict[str, str]) -> SparkSession:
 
 def options(table_type: str, layout: str) -> dict[str, str]:
     """Hudi's write options for the table (the same for its creation and every batch)."""
-    from bench.peers import PARTITION
-
     found = {
         "hoodie.table.name": "orders",
         "hoodie.datasource.write.table.type": table_type,
@@ -154,16 +122,14 @@ def options(table_type: str, layout: str) -> dict[str, str]:
     return found
 
 
-def run(spark: SparkSession, table_type: str, source: str, path: str, layout: str, batches: list[str]) -> list[float]:
-    """Create the table with a bulk insert that keeps the layout's files (untimed), then upsert
-    each batch; the seconds of each upsert."""
+def _hudi(spark: SparkSession, table_type: str, source: str, path: str, layout: str) -> Prepared:
+    """Create the table with a bulk insert that keeps the layout's files (untimed); each batch is
+    one upsert."""
     from pyspark.sql import functions as F
-
-    from bench.peers import _initial, _timed
 
     written = options(table_type, layout)
     (
-        _initial(spark, source, layout)
+        initial(spark, source, layout)
         .withColumn(DELETED, F.lit(False))
         .write.format("hudi")
         .options(**written)
@@ -183,33 +149,25 @@ def run(spark: SparkSession, table_type: str, source: str, path: str, layout: st
             .save(path)
         )
 
-    return _timed(batches, apply)
+    def final() -> dict[str, int]:
+        # A snapshot read: the log files of a merge-on-read table merged.
+        return checksum(spark, spark.read.format("hudi").load(path))
+
+    return Prepared(apply=apply, checksum=final, stop=spark.stop)
 
 
-def main(argv: list[str]) -> int:
-    import shutil
-
+def prepare(peer: str, source: str, path: str, layout: str, warehouse: str, conf: dict[str, str]) -> Prepared:
+    """A peer of :data:`PEERS` in a session of its own (the calibration's Iceberg catalog in
+    ``warehouse``), its table created; ``conf``: the harness's settings (:func:`engine_conf`)."""
+    if peer in HUDI:
+        return _hudi(session(conf, _HUDI_SESSION), HUDI[peer], source, path, layout)
     from bench import peers
 
-    job = json.loads(argv[0])
-    peer = job["peer"]
-    path = os.path.join(job["workdir"], f"{peer}-table")
-    os.makedirs(job["workdir"], exist_ok=True)
-    peers.clean(path)
-    if peer in HUDI:
-        spark = session(job.get("conf") or {}, _HUDI_SESSION)
-        times = run(spark, HUDI[peer], job["source"], path, job["layout"], job["batches"])
-        found = peers.spark_checksum(spark, peer, path)
-    else:
-        warehouse = os.path.join(job["workdir"], "iceberg")
-        shutil.rmtree(warehouse, ignore_errors=True)
-        spark = session(job.get("conf") or {}, _iceberg_session(warehouse))
-        times = peers.SPARK_PEERS["iceberg_mor"](spark, job["source"], path, job["layout"], job["batches"])
-        found = peers.spark_checksum(spark, "iceberg_mor", path)  # the iceberg_mor peer's table
-    spark.stop()
-    peers.emit(path, times, found)
-    return 0
+    spark = session(conf, _iceberg_session(warehouse))
+    apply = peers.SPARK_PEERS["iceberg_mor"](spark, source, path, layout, path)
 
+    def final() -> dict[str, int]:
+        # The iceberg_mor peer's table, in this peer's own warehouse.
+        return peers.spark_checksum(spark, "iceberg_mor", path)
 
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    return Prepared(apply=apply, checksum=final, stop=spark.stop)

@@ -1,36 +1,33 @@
 """The peers: one way each of applying a change batch to a table, all given the same batches.
 
-Every Spark peer gets a session from :func:`session` (same master, memory and shuffle settings),
-creates its table from the TPC-H Parquet (untimed), then applies the batches in order; each
-batch's wall time is measured around the write alone. :func:`checksum` reads the final table back
-so that the harness can check that every peer ends with the same rows.
+Every Spark peer gets a session from :func:`session` (same master, memory and shuffle settings) and
+is *prepared*: its table is created from the TPC-H Parquet (untimed), and what applies one batch is
+returned, for :mod:`bench.worker` to call once per batch the harness sends and to time around the
+write alone. :func:`spark_checksum` reads the final table back so that the harness can check that
+every peer ends with the same rows. The Hudi peers, on Spark 3.5, are :mod:`bench.hudi`'s.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from bench import hudi
-from bench.data import DATE, KEY
+from bench import envs
+from bench.data import KEY
+from bench.tables import COLUMNS, LAYOUTS, PARTITION, Prepared, checksum, clean, deduped, initial
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
     from lakemerge.config.table import TableConfig
 
-ICEBERG_PACKAGE = "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0"
-#: Layouts: rows in random order (files span every key), sorted by key (tight key ranges per
-#: file), or partitioned by order year with keys sorted within each partition.
-LAYOUTS = ("random", "clustered", "date")
-PARTITION = "o_year"
-FILES = 16
+__all__ = ["LAYOUTS", "PARTITION", "clean"]
 
-Peer = Callable[..., list[float]]
+#: What prepares a Spark peer: ``(spark, source, path, layout, feed)`` to the function applying one
+#: batch (``feed``: the first batch's file, the location lakemerge's feed is configured with).
+Prepare = Callable[["SparkSession", str, str, str, str], Callable[[str], None]]
 
 #: The settings every peer's session starts with, on top of lakemerge's defaults.
 BASE_CONF = {
@@ -41,15 +38,18 @@ BASE_CONF = {
 
 
 def session(*, iceberg: bool = False, driver_memory: str = "2g", extra: dict[str, str] | None = None) -> SparkSession:
-    """A fresh local session with Delta (and Iceberg when asked), the same for every peer (``extra``:
-    settings of a diagnostic run, never of the harness)."""
+    """A fresh local session with Delta (and Iceberg when asked: its runtime for this Spark line,
+    its catalog ``bench`` in ``$BENCH_WAREHOUSE``), the same for every peer (``extra``: settings of a
+    diagnostic run, never of the harness)."""
+    import pyspark
+
     from lakemerge.config.spark import SparkSettings
     from lakemerge.spark import get_spark
 
     conf = {**BASE_CONF, "spark.driver.memory": driver_memory}
     packages: tuple[str, ...] = ()
     if iceberg:
-        packages = (ICEBERG_PACKAGE,)
+        packages = (envs.iceberg_package(pyspark.__version__),)
         conf.update(
             {
                 "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension,"
@@ -63,17 +63,8 @@ def session(*, iceberg: bool = False, driver_memory: str = "2g", extra: dict[str
     return get_spark(SparkSettings(master="local[2]", app_name="bench", conf=conf, packages=packages))
 
 
-def _initial(spark: SparkSession, source: str, layout: str) -> DataFrame:
-    frame = spark.read.parquet(source)
-    if layout == "random":
-        return frame.repartition(FILES)
-    if layout == "clustered":
-        return frame.repartitionByRange(FILES, KEY).sortWithinPartitions(KEY)
-    return frame.repartition(PARTITION).sortWithinPartitions(KEY)
-
-
 def _create_delta(spark: SparkSession, source: str, path: str, layout: str, *, deletion_vectors: bool = False) -> None:
-    writer = _initial(spark, source, layout).write.format("delta").mode("overwrite")
+    writer = initial(spark, source, layout).write.format("delta").mode("overwrite")
     if deletion_vectors:
         writer = writer.option("delta.enableDeletionVectors", "true")
     if layout == "date":
@@ -81,17 +72,8 @@ def _create_delta(spark: SparkSession, source: str, path: str, layout: str, *, d
     writer.save(path)
 
 
-def _deduped(spark: SparkSession, batch: str) -> DataFrame:
-    """The batch with one row per key, the latest sequence's (what every hand-written MERGE does)."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    frame = spark.read.parquet(batch)
-    latest = Window.partitionBy(KEY).orderBy(F.col("seq").desc())
-    return frame.withColumn("_rn", F.row_number().over(latest)).filter("_rn = 1").drop("_rn")
-
-
 def _timed(batches: Sequence[str], apply: Callable[[str], Any]) -> list[float]:
+    """Apply ``batches`` in a row, the seconds of each (the diagnostic commands' loop)."""
     times = []
     for batch in batches:
         start = time.perf_counter()
@@ -132,13 +114,13 @@ def lakemerge_batch(
     return apply
 
 
-def _lakemerge(mode: str) -> Peer:
-    def run(spark: SparkSession, source: str, path: str, layout: str, batches: Sequence[str]) -> list[float]:
+def _lakemerge(mode: str) -> Prepare:
+    def prepare(spark: SparkSession, source: str, path: str, layout: str, feed: str) -> Callable[[str], None]:
         _create_delta(spark, source, path, layout, deletion_vectors=mode == "deletion_vectors")
-        return _timed(batches, lakemerge_batch(spark, path, layout, mode, batches[0]))
+        return lakemerge_batch(spark, path, layout, mode, feed)
 
-    run.__doc__ = f"lakemerge's apply_table on each batch (a Parquet feed with an op column), write_mode {mode}."
-    return run
+    prepare.__doc__ = f"lakemerge's apply_table on each batch (a Parquet feed with an op column), write_mode {mode}."
+    return prepare
 
 
 def hand_merge_batch(spark: SparkSession, path: str) -> Callable[[str], None]:
@@ -147,7 +129,7 @@ def hand_merge_batch(spark: SparkSession, path: str) -> Callable[[str], None]:
     from delta.tables import DeltaTable
 
     def apply(batch: str) -> None:
-        changes = _deduped(spark, batch)
+        changes = deduped(spark, batch)
         columns = [c for c in changes.columns if c != "op"]
         values = {c: f"s.{c}" for c in columns}
         (
@@ -163,13 +145,13 @@ def hand_merge_batch(spark: SparkSession, path: str) -> Callable[[str], None]:
     return apply
 
 
-def _hand_merge(deletion_vectors: bool) -> Peer:
-    def run(spark: SparkSession, source: str, path: str, layout: str, batches: Sequence[str]) -> list[float]:
+def _hand_merge(deletion_vectors: bool) -> Prepare:
+    def prepare(spark: SparkSession, source: str, path: str, layout: str, feed: str) -> Callable[[str], None]:
         """What most teams write: dedupe the batch, then one Delta MERGE on the key."""
         _create_delta(spark, source, path, layout, deletion_vectors=deletion_vectors)
-        return _timed(batches, hand_merge_batch(spark, path))
+        return hand_merge_batch(spark, path)
 
-    return run
+    return prepare
 
 
 def full_rewrite_batch(spark: SparkSession, path: str, layout: str) -> Callable[[str], None]:
@@ -196,17 +178,22 @@ def full_rewrite_batch(spark: SparkSession, path: str, layout: str) -> Callable[
     return apply
 
 
-def full_rewrite(spark: SparkSession, source: str, path: str, layout: str, batches: Sequence[str]) -> list[float]:
+def full_rewrite(spark: SparkSession, source: str, path: str, layout: str, feed: str) -> Callable[[str], None]:
     """The full rewrite: union table and batch, keep the latest row per key, overwrite the table."""
     _create_delta(spark, source, path, layout)
-    return _timed(batches, full_rewrite_batch(spark, path, layout))
+    return full_rewrite_batch(spark, path, layout)
 
 
-def _iceberg(short: str, mode: str) -> Peer:
-    def run(spark: SparkSession, source: str, path: str, layout: str, batches: Sequence[str]) -> list[float]:
-        name = f"bench.db.orders_{short}"
+def iceberg_table(peer: str) -> str:
+    """The catalog name of an Iceberg peer's table."""
+    return f"bench.db.orders_{peer.split('_')[1]}"
+
+
+def _iceberg(short: str, mode: str) -> Prepare:
+    def prepare(spark: SparkSession, source: str, path: str, layout: str, feed: str) -> Callable[[str], None]:
+        name = iceberg_table(f"iceberg_{short}")
         spark.sql(f"DROP TABLE IF EXISTS {name}")
-        _initial(spark, source, layout).createOrReplaceTempView("initial")
+        initial(spark, source, layout).createOrReplaceTempView("initial")
         partitioned = f"PARTITIONED BY ({PARTITION})" if layout == "date" else ""
         spark.sql(
             f"CREATE TABLE {name} USING iceberg {partitioned} TBLPROPERTIES ("
@@ -215,7 +202,7 @@ def _iceberg(short: str, mode: str) -> Peer:
         )
 
         def apply(batch: str) -> None:
-            _deduped(spark, batch).createOrReplaceTempView("changes")
+            deduped(spark, batch).createOrReplaceTempView("changes")
             spark.sql(
                 f"MERGE INTO {name} t USING changes s ON t.{KEY} = s.{KEY} "
                 "WHEN MATCHED AND s.op = 'D' THEN DELETE "
@@ -223,44 +210,28 @@ def _iceberg(short: str, mode: str) -> Peer:
                 f"WHEN NOT MATCHED AND s.op = 'U' THEN INSERT ({_names()}) VALUES ({_names('s.')})"
             )
 
-        return _timed(batches, apply)
+        return apply
 
-    return run
-
-
-_COLUMNS = (
-    KEY,
-    "o_custkey",
-    "o_orderstatus",
-    "o_totalprice",
-    DATE,
-    "o_orderpriority",
-    "o_clerk",
-    "o_shippriority",
-    "o_comment",
-    "seq",
-    PARTITION,
-)
+    return prepare
 
 
 def _set() -> str:
-    return ", ".join(f"t.{c} = s.{c}" for c in _COLUMNS)
+    return ", ".join(f"t.{c} = s.{c}" for c in COLUMNS)
 
 
 def _names(prefix: str = "") -> str:
-    return ", ".join(prefix + c for c in _COLUMNS)
+    return ", ".join(prefix + c for c in COLUMNS)
 
 
-def delta_rs(source: str, path: str, layout: str, batches: Sequence[str]) -> list[float]:
+def delta_rs(source: str, path: str, layout: str) -> Prepared:
     """delta-rs' merge (no Spark): dedupe with pyarrow, then TableMerger on the key."""
+    import numpy as np
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
     from deltalake import DeltaTable, write_deltalake
 
     table = pq.read_table(source)
     if layout == "random":
-        import numpy as np
-
         table = table.take(np.random.default_rng(7).permutation(table.num_rows))
     write_deltalake(path, table, mode="overwrite", partition_by=[PARTITION] if layout == "date" else None)
     del table
@@ -270,12 +241,10 @@ def delta_rs(source: str, path: str, layout: str, batches: Sequence[str]) -> lis
         order = pc.sort_indices(changes, [(KEY, "ascending"), ("seq", "descending")])
         changes = changes.take(order)
         keys = changes.column(KEY).to_numpy()
-        import numpy as np
-
         first = np.ones(len(keys), dtype=bool)
         first[1:] = keys[1:] != keys[:-1]
         changes = changes.filter(first)
-        values = {c: f"s.{c}" for c in _COLUMNS}
+        values = {c: f"s.{c}" for c in COLUMNS}
         (
             DeltaTable(path)
             .merge(changes, predicate=f"t.{KEY} = s.{KEY}", source_alias="s", target_alias="t")
@@ -285,10 +254,10 @@ def delta_rs(source: str, path: str, layout: str, batches: Sequence[str]) -> lis
             .execute()
         )
 
-    return _timed(batches, apply)
+    return Prepared(apply=apply, checksum=lambda: rs_checksum(path))
 
 
-SPARK_PEERS: dict[str, Peer] = {
+SPARK_PEERS: dict[str, Prepare] = {
     "lakemerge": _lakemerge("copy_on_write"),
     "lakemerge_dv": _lakemerge("deletion_vectors"),
     "lakemerge_log": _lakemerge("log"),
@@ -298,17 +267,27 @@ SPARK_PEERS: dict[str, Peer] = {
     "iceberg_cow": _iceberg("cow", "copy-on-write"),
     "iceberg_mor": _iceberg("mor", "merge-on-read"),
 }
-#: The Hudi peers run on Spark 3.5 in an environment of their own (:mod:`bench.hudi`).
-PEERS = (*SPARK_PEERS, "delta_rs", *hudi.PEERS)
+ICEBERG_PEERS = ("iceberg_cow", "iceberg_mor")
+#: The peers of this module (the Hudi peers, on Spark 3.5, are :data:`bench.hudi.PEERS`).
+PEERS = (*SPARK_PEERS, "delta_rs")
+
+
+def prepare_spark(
+    peer: str, source: str, path: str, layout: str, feed: str, warehouse: str, conf: dict[str, str]
+) -> Prepared:
+    """A Spark peer of :data:`SPARK_PEERS` in a session of its own (Iceberg's catalog in
+    ``warehouse``), its table created."""
+    os.environ["BENCH_WAREHOUSE"] = warehouse
+    spark = session(iceberg=peer in ICEBERG_PEERS, extra=conf or None)
+    apply = SPARK_PEERS[peer](spark, source, path, layout, feed)
+    return Prepared(apply=apply, checksum=lambda: spark_checksum(spark, peer, path), stop=spark.stop)
 
 
 def spark_checksum(spark: SparkSession, peer: str, path: str) -> dict[str, int]:
-    """Row count and sums over the final table (integers, so equal across engines); a Hudi table's
-    through a snapshot read (its log files merged)."""
-    if peer in hudi.HUDI:
-        frame = spark.read.format("hudi").load(path)
-    elif peer.startswith("iceberg"):
-        frame = spark.table(f"bench.db.orders_{peer.split('_')[1]}")
+    """Row count and sums over the final table of a peer of :data:`SPARK_PEERS` (a log table's
+    through lakemerge's merged view)."""
+    if peer in ICEBERG_PEERS:
+        frame = spark.table(iceberg_table(peer))
     elif peer == "lakemerge_log":
         from lakemerge.table import logview as log
 
@@ -317,15 +296,7 @@ def spark_checksum(spark: SparkSession, peer: str, path: str) -> dict[str, int]:
         frame = merged
     else:
         frame = spark.read.format("delta").load(path)
-    frame.createOrReplaceTempView("final")
-    row = spark.sql(_CHECKSUM_SQL).collect()[0]
-    return {k: int(row[k] or 0) for k in row.asDict()}
-
-
-_CHECKSUM_SQL = (
-    f"SELECT count(*) AS rows, sum({KEY}) AS keys, sum(CAST(round(o_totalprice * 100) AS BIGINT)) AS cents, "
-    f"sum(seq) AS seqs, sum(length(o_comment)) AS comment_chars FROM final"
-)
+    return checksum(spark, frame)
 
 
 def rs_checksum(path: str) -> dict[str, int]:
@@ -333,19 +304,9 @@ def rs_checksum(path: str) -> dict[str, int]:
     import duckdb
     from deltalake import DeltaTable
 
+    from bench.tables import CHECKSUM_NAMES, CHECKSUM_SQL
+
     final = DeltaTable(path).to_pyarrow_dataset()  # noqa: F841 (read by DuckDB by name)
-    row = duckdb.sql(_CHECKSUM_SQL).fetchone()
+    row = duckdb.sql(CHECKSUM_SQL).fetchone()
     assert row is not None
-    return {k: int(v or 0) for k, v in zip(("rows", "keys", "cents", "seqs", "comment_chars"), row, strict=True)}
-
-
-def emit(path: str, times: list[float], checksum: dict[str, int]) -> None:
-    """End a worker's job: remove its table at ``path`` and print the line the harness reads."""
-    clean(path)
-    print("BENCH " + json.dumps({"times": times, "checksum": checksum}), flush=True)
-
-
-def clean(path: str) -> None:
-    """Remove a table directory (and lakemerge's side tables)."""
-    for p in (path, path + "__tombstones", path + "__quarantine", path + "__log"):
-        shutil.rmtree(p, ignore_errors=True)
+    return {k: int(v or 0) for k, v in zip(CHECKSUM_NAMES, row, strict=True)}

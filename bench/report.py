@@ -58,6 +58,20 @@ def table(results: list[dict[str, Any]], base_peer: str = BASE) -> str:
     return "\n".join(lines)
 
 
+def spread(results: list[dict[str, Any]]) -> list[str]:
+    """Per cell stepped batch by batch (results with ``at``), how far apart in time its peers ran
+    the same batch: the longest stretch from a batch's first start to its last, over the batches."""
+    starts: dict[tuple[float, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in results:
+        for n, at in enumerate(r.get("at") or []):
+            starts[(r["sf"], r["cell"])][n].append(at)
+    lines = []
+    for (sf, cell), by_batch in starts.items():
+        widest = max(max(found) - min(found) for found in by_batch.values())
+        lines.append(f"- SF{sf:g} {cell}: every peer began each batch within {widest:.0f} s of the first to begin it")
+    return [*lines, ""] if lines else []
+
+
 def plot(results: list[dict[str, Any]], target: str) -> None:
     """Median seconds vs batch size (per peer, clustered/uniform cells) and vs table size (SF)."""
     import matplotlib
@@ -115,10 +129,17 @@ def environment(ran: set[str] | frozenset[str] = frozenset()) -> str:
             versions.append(f"{name} {md.version(name)}")
         except md.PackageNotFoundError:
             versions.append(f"{name} missing")
-    from bench import hudi
-    from bench.peers import ICEBERG_PACKAGE
+    from bench import envs, hudi
 
-    versions.append(f"Iceberg {ICEBERG_PACKAGE.rsplit(':', 1)[-1]} ({ICEBERG_PACKAGE.split(':')[1]})")
+    try:
+        installed = md.version("pyspark")
+    except md.PackageNotFoundError:
+        installed = envs.SPARK41.spark
+    elsewhere = envs.iceberg_environment(installed)
+    iceberg = envs.iceberg_package(elsewhere.spark if elsewhere else installed)
+    versions.append(f"Iceberg {iceberg.rsplit(':', 1)[-1]} ({iceberg.split(':')[1]})")
+    if elsewhere is not None:
+        versions[-1] += f" on PySpark {elsewhere.spark} with Delta's {envs.line(elsewhere.spark)} build"
     on_35 = sorted({package for peer, package in hudi.PACKAGES.items() if peer in ran})
     if on_35:
         versions.append(f"on PySpark {hudi.SPARK_VERSION}: " + ", ".join(p.split(":", 1)[1] for p in on_35))
@@ -151,6 +172,7 @@ def write(raws: list[str], out: str) -> None:
     ]
     if any(r["peer"] == LOG for r in results):
         text += [f"The same medians, each peer's ratio to `{LOG}`:", "", table(results, LOG), ""]
+    text += spread(results)
     skipped = {r["peer"]: r["reason"] for r in results if r.get("status") in ("skipped", "failed", "timeout")}
     for peer, reason in skipped.items():
         text.append(f"- {peer}: {reason}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench import hudi
+from bench import envs, hudi
 
 
 def test_hudi_session_keeps_engine_settings_and_drops_deltas() -> None:
@@ -31,17 +31,15 @@ def test_hudi_writes_partition_only_the_date_layout() -> None:
 
 
 def test_spark35_calibration_runs_the_same_iceberg_release() -> None:
-    from bench.peers import ICEBERG_PACKAGE
-
     own = hudi._iceberg_session("/w")
     assert own["spark.jars.packages"] == hudi.ICEBERG_PACKAGE
-    assert hudi.ICEBERG_PACKAGE.rsplit(":", 1)[1] == ICEBERG_PACKAGE.rsplit(":", 1)[1]
+    assert hudi.ICEBERG_PACKAGE.rsplit(":", 1)[1] == envs.ICEBERG["4.1"].rsplit(":", 1)[1]
     assert "3.5" in hudi.ICEBERG_PACKAGE and hudi.CALIBRATION in hudi.PEERS
 
 
 def test_spark35_process_sees_no_other_spark_or_python_path() -> None:
-    env = hudi.environment({"SPARK_HOME": "/opt/spark-4", "PYSPARK_PYTHON": "/x", "PATH": "/bin"}, "/repo")
-    assert env == {"PATH": "/bin", "PYTHONPATH": "/repo"}
+    base = {"SPARK_HOME": "/opt/spark-4", "PYSPARK_PYTHON": "/x", "PATH": "/bin"}
+    assert envs.process_env(base, envs.SPARK35, "/repo") == {"PATH": "/bin", "PYTHONPATH": "/repo"}
 
 
 def test_report_names_only_the_spark35_packages_of_peers_that_ran() -> None:
