@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lakemerge import columns as C
 from lakemerge.columns import col, quoted
@@ -212,25 +212,28 @@ def merged(
 
     relations: dict[str, str] = {}
     schemas: dict[str, StructType] = {}
+    frames: dict[str, Any] = {}
     spark = None
-    for path, frame in sides.items():
+    for number, (path, frame) in enumerate(sides.items()):
         spark = frame.sparkSession
-        name = f"_lm_merged_{uuid.uuid4().hex}"
         schemas[path] = frame.schema
         if keys is not None:
             frame = frame.join(F.broadcast(keys), on=list(table.key), how="left_semi")
-        frame.createOrReplaceTempView(name)
-        relations[path] = name
+        # (A placeholder no SQL text holds, for the DataFrame argument of the statement.)
+        relations[path] = f"_lm_side_{number}_{uuid.uuid4().hex}"
+        frames[f"side{number}"] = frame
     if spark is None:
         return None
-    try:
-        # The schemas of the versions just read: no second load of either path.
-        sql = _view_sql(table, schemas, relations, deletes=deletes)
-        # Views are resolved now, when the frame is analysed: dropping them after is safe.
-        return spark.sql(sql) if sql is not None else None
-    finally:
-        for name in relations.values():
-            spark.catalog.dropTempView(name)
+    # The schemas of the versions just read: no second load of either path. The sides are the
+    # statement's DataFrame arguments (no temporary view, which a Spark Connect session would
+    # resolve only when the frame runs).
+    sql = _view_sql(table, schemas, relations, deletes=deletes)
+    if sql is None:
+        return None
+    sql = sql.replace("{", "{{").replace("}", "}}")
+    for number, name in enumerate(relations.values()):
+        sql = sql.replace(name, f"{{side{number}}}")
+    return spark.sql(sql, **frames)
 
 
 def with_file_column(merged: DataFrame) -> DataFrame:
