@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from lakemerge.batch.transactions import Transaction
+    from lakemerge.spark.backend import Stage
 
 Pipeline = PipelineConfig | str | os.PathLike[str]
 
@@ -355,6 +356,22 @@ def demo(workdir: str | os.PathLike[str], *, spark: SparkSession | None = None) 
     from lakemerge.demo import run_demo
 
     return run_demo(Path(workdir), spark=_session(spark))
+
+
+def spark_stages(spark: SparkSession) -> list[Stage] | None:
+    """The session's active Spark stages now, for a progress display; ``None`` where the session
+    reports them only as they change (:func:`on_spark_progress`)."""
+    from lakemerge.spark.backends import backend
+
+    return backend(spark).stages()
+
+
+def on_spark_progress(spark: SparkSession, report: Callable[[list[Stage]], None]) -> Callable[[], None] | None:
+    """Call ``report`` with the session's active stages as the session reports them; the function
+    that stops it, or ``None`` for a session whose stages are polled (:func:`spark_stages`)."""
+    from lakemerge.spark.backends import backend
+
+    return backend(spark).on_progress(report)
 
 
 def read_current(spark: SparkSession, table: TableConfig) -> DataFrame:

@@ -1,7 +1,7 @@
 """A live view of Spark's work for humans: one bar per active stage with its task counts.
 
-Polls Spark's status tracker from a background thread; shown only on a terminal, never with
-``--json`` or ``--quiet``.
+Polls Spark's status tracker from a background thread (a Spark Connect session reports its stages
+itself); shown only on a terminal, never with ``--json`` or ``--quiet``.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from lakemerge import api
 
 
 def bars(console: Console) -> Progress:
@@ -34,38 +36,45 @@ def bars(console: Console) -> Progress:
 @contextlib.contextmanager
 def spark_progress(spark: Any, console: Console, *, enabled: bool, label: str = "working") -> Iterator[None]:
     """Show Spark's active stages on ``console`` while the block runs (when ``enabled`` and stderr
-    is a terminal)."""
+    is a terminal): polled from the session's status tracker, or as a Spark Connect session
+    reports them."""
     if not enabled or not sys.stderr.isatty():
         yield
         return
-    tracker = spark.sparkContext.statusTracker()
     done = threading.Event()
     progress = bars(console)
     overall = progress.add_task(label, total=None)
-    stages: dict[int, Any] = {}
+    shown: dict[str, Any] = {}
+    lock = threading.Lock()
+
+    def update(active: list[Any]) -> None:
+        with lock:
+            keys = set()
+            for stage in active:
+                keys.add(stage.key)
+                if stage.key not in shown:
+                    shown[stage.key] = progress.add_task(stage.name, total=stage.total)
+                progress.update(shown[stage.key], completed=stage.done, total=stage.total)
+            for key in list(shown):
+                if key not in keys:
+                    progress.remove_task(shown.pop(key))
+            progress.update(overall, description=f"{label}: {len(keys)} active Spark stage(s)")
 
     def poll() -> None:
         while not done.wait(0.25):
-            active = set()
-            for stage_id in tracker.getActiveStageIds():
-                info = tracker.getStageInfo(stage_id)
-                if info is None:
-                    continue
-                active.add(stage_id)
-                name = str(info.name).split(" at ")[0][:40]
-                if stage_id not in stages:
-                    stages[stage_id] = progress.add_task(f"stage {stage_id}: {name}", total=info.numTasks)
-                progress.update(stages[stage_id], completed=info.numCompletedTasks, total=info.numTasks)
-            for stage_id in list(stages):
-                if stage_id not in active:
-                    progress.remove_task(stages.pop(stage_id))
-            progress.update(overall, description=f"{label}: {len(active)} active Spark stage(s)")
+            update(api.spark_stages(spark) or [])
 
     with progress:
-        worker = threading.Thread(target=poll, name="lakemerge-progress", daemon=True)
-        worker.start()
+        stop = api.on_spark_progress(spark, update)
+        worker = None
+        if stop is None:
+            worker = threading.Thread(target=poll, name="lakemerge-progress", daemon=True)
+            worker.start()
         try:
             yield
         finally:
             done.set()
-            worker.join(timeout=2)
+            if worker is not None:
+                worker.join(timeout=2)
+            if stop is not None:
+                stop()

@@ -24,7 +24,8 @@ B = TypeVar("B")
 
 
 class Stage:
-    """One active Spark stage, as a progress display shows it."""
+    """One active Spark stage, as a progress display shows it: ``key`` tells it from the others,
+    ``name`` is what the display says of it, ``done`` of ``total`` tasks have ended."""
 
     __slots__ = ("done", "key", "name", "total")
 

@@ -98,6 +98,6 @@ class ClassicBackend(Backend):
         for stage_id in tracker.getActiveStageIds():
             info = tracker.getStageInfo(stage_id)
             if info is not None:
-                name = str(info.name).split(" at ")[0][:40]
+                name = f"stage {stage_id}: " + str(info.name).split(" at ")[0][:40]
                 found.append(Stage(str(stage_id), name, int(info.numCompletedTasks), int(info.numTasks)))
         return found

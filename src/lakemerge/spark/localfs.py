@@ -68,7 +68,11 @@ def drop_stale_checksums(spark: SparkSession, paths: Iterable[str]) -> None:
     Delta checks it on every read, in this session too) and after (a default session may have
     written one meanwhile). Removing a side file that still matches its file only stops the check.
     Never raises: a side file left in place costs a reader time, not data."""
+    from lakemerge.spark.backends import backend
+
     try:
+        if not backend(spark).jvm:
+            return  # (the server writes its tables as its own settings say)
         if not str(spark.sparkContext.master).startswith("local") or spark.conf.get(SETTING, None) != RAW:
             return
         for path in paths:
