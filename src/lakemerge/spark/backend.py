@@ -40,6 +40,10 @@ class Backend(abc.ABC):
     #: paths (writes without MERGE, one-job appends, reads of Delta's checksums) need them.
     jvm: bool = False
 
+    #: Whether a stream's ``foreachBatch`` function runs in this process (else in the server's
+    #: Python, pickled: :mod:`lakemerge.streams.served`).
+    runs_batches: bool = True
+
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
 

@@ -36,6 +36,7 @@ class ConnectBackend(Backend):
     """A session on a Spark Connect server."""
 
     jvm = False
+    runs_batches = False
 
     def check_delta(self, version: str, matching: Pairing) -> None:
         try:

@@ -32,6 +32,7 @@ class Flow:
     checkpoint: str
     interval: float | None
     apply: Callable[[DataFrame, int], list[BatchResult]]
+    tables: tuple[TableConfig, ...] = ()
 
 
 def table_flow(table: TableConfig) -> Flow:
@@ -44,7 +45,12 @@ def table_flow(table: TableConfig) -> Flow:
         return _apply_table(table, stream, name, frame, epoch)
 
     return Flow(
-        name, lambda spark: stream_frame(spark, table, stream), stream.checkpoint, stream.interval_seconds, apply
+        name,
+        lambda spark: stream_frame(spark, table, stream),
+        stream.checkpoint,
+        stream.interval_seconds,
+        apply,
+        (table,),
     )
 
 
@@ -73,7 +79,12 @@ def group_flow(pipeline: PipelineConfig, group: str) -> Flow:
 
     name = config.stream.name or f"stream:{group}"
     return Flow(
-        name, lambda spark: kafka_frame(spark, stream), config.stream.checkpoint, config.stream.interval_seconds, apply
+        name,
+        lambda spark: kafka_frame(spark, stream),
+        config.stream.checkpoint,
+        config.stream.interval_seconds,
+        apply,
+        tuple(tables),
     )
 
 

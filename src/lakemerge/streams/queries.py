@@ -15,6 +15,7 @@ query ends, and a restart applies it).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -22,6 +23,8 @@ from typing import TYPE_CHECKING
 from lakemerge.config import PipelineConfig
 from lakemerge.errors import ConfigError, LakemergeError, first_line
 from lakemerge.results import BatchResult
+from lakemerge.spark.backends import backend
+from lakemerge.streams import served
 from lakemerge.streams.flows import Flow, group_flow, table_flow
 
 if TYPE_CHECKING:
@@ -84,13 +87,19 @@ def run_streams(
     flows = _flows(pipeline, tables)
     gate = _Gate(stop or threading.Event())
     results: list[BatchResult] = []
+    here = backend(spark).runs_batches
 
     def starter(flow: Flow) -> Callable[[], StreamingQuery]:
-        return lambda: _start(spark, flow, gate, results, on_result, available_now=available_now)
+        return lambda: _start(spark, flow, gate, results, on_result, available_now=available_now, here=here)
 
-    running = [_Running(starter(f)) for f in flows]
+    def report(result: BatchResult) -> None:
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+
+    running = [_Running(starter(f), f, seen=None if here else served.versions(spark, f.tables)) for f in flows]
     try:
-        _wait(running, gate)
+        _wait(running, gate, spark, report)
     finally:
         for run in running:
             if run.query.isActive:
@@ -121,10 +130,16 @@ def _flows(pipeline: PipelineConfig, tables: Sequence[str] | None) -> list[Flow]
 
 @dataclass
 class _Running:
-    """One query, started again where Spark's Kafka source fails for no reason of the data."""
+    """One query, started again where Spark's Kafka source fails for no reason of the data. ``seen``:
+    for a query whose micro-batches the Spark Connect server applies (:mod:`lakemerge.streams.served`),
+    the last version of each of its tables' paths whose commits were reported; ``None`` for one
+    applied here, whose micro-batches report their results themselves."""
 
     start: Callable[[], StreamingQuery]
+    flow: Flow
+    seen: dict[str, int] | None = None
     restarts: int = 0
+    progress: object = None
     query: StreamingQuery = field(init=False)
 
     def __post_init__(self) -> None:
@@ -143,6 +158,7 @@ def _start(
     on_result: Callable[[BatchResult], None] | None,
     *,
     available_now: bool,
+    here: bool,
 ) -> StreamingQuery:
     def apply_micro_batch(frame: DataFrame, epoch: int) -> None:
         gate.enter()
@@ -158,7 +174,8 @@ def _start(
         finally:
             gate.leave(failure)
 
-    writer = flow.read(spark).writeStream.queryName(_query_name(flow.name)).foreachBatch(apply_micro_batch)
+    step = apply_micro_batch if here else served.ServedBatch(flow.apply)
+    writer = flow.read(spark).writeStream.queryName(_query_name(flow.name)).foreachBatch(step)
     writer = writer.option("checkpointLocation", flow.checkpoint)
     if available_now or flow.interval is None:
         writer = writer.trigger(availableNow=True)
@@ -167,28 +184,81 @@ def _start(
     return writer.start()
 
 
-def _wait(running: list[_Running], gate: _Gate) -> None:
+def _wait(running: list[_Running], gate: _Gate, spark: SparkSession, report: Callable[[BatchResult], None]) -> None:
     """Until every query has ended, one failed, or the streams are asked to stop (then, once no
     micro-batch is being applied, stop them)."""
     while True:
         if gate.stop.wait(0.5):
             gate.idle()
             for run in running:
+                _between_batches(run)
                 run.query.stop()
+                _collect(run, spark, report)
             return
         for run in running:
+            if run.seen is not None and run.progress != _last_batch(run.query):
+                _collect(run, spark, report)
             error = None if run.query.isActive else run.query.exception()
             if error is None:
                 continue
             gate.idle()  # (the micro-batch that failed has left: its error, if it raised one, is known)
+            _collect(run, spark, report)
             if gate.failure is None and _progress_glitch(run.query) and run.restarts < _RESTARTS:
                 run.restart()
                 continue
             if gate.failure is None:
-                gate.failure = LakemergeError(f"stream {run.query.name} failed: {first_line(error)}")
+                gate.failure = _failure(run, error)
             return
         if gate.failure is not None or not any(run.query.isActive for run in running):
+            for run in running:
+                _collect(run, spark, report)
             return
+
+
+def _failure(run: _Running, error: BaseException) -> LakemergeError:
+    """The error a query's failure stands for: a served micro-batch's own, else one line of it."""
+    found = served.served_error(error)
+    if found is not None:
+        return found
+    if served.missing_lakemerge(error):
+        return ConfigError(
+            f"stream {run.query.name}: the Spark Connect server's Python cannot import lakemerge, which applies "
+            "each micro-batch there (foreachBatch): install lakemerge in the server's Python (PYSPARK_PYTHON)"
+        )
+    return LakemergeError(f"stream {run.query.name} failed: {first_line(error)}")
+
+
+def _last_batch(query: StreamingQuery) -> object:
+    """The id of the query's last micro-batch that reported its progress (``None``: none yet)."""
+    try:
+        progress = query.lastProgress
+    except Exception:  # (a query that has ended)
+        return None
+    return None if progress is None else progress.get("batchId")
+
+
+def _collect(run: _Running, spark: SparkSession, report: Callable[[BatchResult], None]) -> None:
+    """Report what a served query's micro-batches committed since the last look."""
+    if run.seen is None:
+        return
+    run.progress = _last_batch(run.query)
+    for result in served.committed(spark, run.flow.tables, run.flow.name, run.seen):
+        report(result)
+
+
+def _between_batches(run: _Running, timeout: float = 600.0) -> None:
+    """Wait (up to ``timeout`` seconds) until a served query applies no micro-batch, so that stopping
+    it does not interrupt one (one applied here is waited for by the gate)."""
+    if run.seen is None:
+        return
+    deadline = time.monotonic() + timeout
+    while run.query.isActive and time.monotonic() < deadline:
+        try:
+            if not run.query.status.get("isTriggerActive"):
+                return
+        except Exception:
+            return
+        time.sleep(0.2)
 
 
 #: How often one query is started again after Spark's Kafka source failed its progress report.
