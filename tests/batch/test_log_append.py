@@ -21,7 +21,7 @@ import lakemerge.batch.commit
 import lakemerge.batch.counts
 import lakemerge.batch.plan
 from lakemerge.spark.scoped import scoped_conf
-from lakemerge.table import ledger, logview, stats, store, transaction
+from lakemerge.table import ledger, logview, snapshots, stats, store, transaction
 from lakemerge.write import log
 from tests.helpers import jobs_of, planned_batches, write_lines
 
@@ -341,15 +341,15 @@ def test_the_checksums_batch_number_is_delta_s_and_a_missing_checksum_falls_back
     for number, files in enumerate(BATCHES[:2]):
         drop(tmp_path, table, number, files)
         lakemerge.apply_table(table, spark=spark)
-    snapshot = store.latest_snapshot(spark, table.log_table)
-    assert ledger.checksum_txn_version(snapshot, "lakemerge") == 2 == snapshot.transactions().get("lakemerge").get()
-    assert ledger.checksum_txn_version(snapshot, "another") == -1
+    snapshot = snapshots.latest_snapshot(spark, table.log_table)
+    assert snapshot.transaction("lakemerge") == 2 == snapshot.transaction_state("lakemerge")
+    assert snapshot.transaction("another") == -1
     # A log written by a writer that leaves no checksum (delta-rs) is read by Delta's lookup.
     other = str(tmp_path / "other")
     pyarrow_table = deltalake.DeltaTable(table.log_table).to_pyarrow_table()
     deltalake.write_deltalake(other, pyarrow_table)
     assert not list((Path(other) / "_delta_log").glob("*.crc"))
-    assert ledger.checksum_txn_version(store.latest_snapshot(spark, other), "lakemerge") is None
+    assert snapshots.latest_snapshot(spark, other).transaction("lakemerge") is None
     assert ledger.txn_version(spark, other) == 0
     assert ledger.txn_version(spark, table.log_table) == 2
 

@@ -31,7 +31,8 @@ def _read(spark: Any, path: str) -> Any:
 
 
 def _persisted_plan(frame: Any) -> str:
-    return str(frame._jdf.queryExecution().analyzed().toString())
+    """The plan Spark runs for ``frame`` once its cached data is substituted (a kept table reads the cache)."""
+    return str(frame._jdf.queryExecution().withCachedData().toString())
 
 
 def test_a_version_is_kept_from_its_second_read_until_a_newer_one(spark: Any, tmp_path: Path) -> None:

@@ -27,7 +27,8 @@ RemoteOpt = Annotated[
     str | None,
     typer.Option(
         "--remote",
-        help="A Spark Connect server to work through, sc://host:port (default: [spark] remote, else $SPARK_REMOTE).",
+        help="A Spark Connect server to work through, sc://host:port (default: the settings' remote, "
+        "else $SPARK_REMOTE).",
     ),
 ]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]

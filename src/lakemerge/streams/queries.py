@@ -225,7 +225,7 @@ def _failure(run: _Running, error: BaseException) -> LakemergeError:
             f"stream {run.query.name}: the Spark Connect server's Python cannot import lakemerge, which applies "
             "each micro-batch there (foreachBatch): install lakemerge in the server's Python (PYSPARK_PYTHON)"
         )
-    return LakemergeError(f"stream {run.query.name} failed: {first_line(error)}")
+    return LakemergeError(f"stream {run.query.name} failed: {served.worker_error(error) or first_line(error)}")
 
 
 def _last_batch(query: StreamingQuery) -> object:

@@ -69,6 +69,17 @@ def served_error(failure: BaseException | str) -> LakemergeError | None:
     return error
 
 
+def worker_error(failure: BaseException | str) -> str | None:
+    """The exception line of the Python traceback a query's failure holds (a micro-batch that failed
+    in the server's Python worker), else ``None``."""
+    text = str(failure)
+    if "Traceback (most recent call last)" not in text:
+        return None
+    lines = text.split("Traceback (most recent call last)")[-1].splitlines()
+    found = [line.strip() for line in lines if line.strip() and not line.startswith((" ", "\t"))]
+    return found[-1][:600] if found else None
+
+
 def missing_lakemerge(failure: BaseException | str) -> bool:
     """Whether the query failed because the server's Python cannot import lakemerge."""
     text = str(failure)

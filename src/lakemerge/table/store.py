@@ -3,6 +3,7 @@ of a fixed version, and the writes a batch commits (create, append, a record-onl
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -193,7 +194,10 @@ def merge_into(
     assign are added to the table unless ``evolve`` is false. The same statement in a classic and a
     Spark Connect session. Call inside :func:`lakemerge.table.ledger.commit_record`."""
     evolution = "WITH SCHEMA EVOLUTION " if evolve else ""
-    statement = f"MERGE {evolution}INTO {sql_path(path)} AS t USING {{source}} AS s ON {on} " + " ".join(clauses)
+    token = f"_lm_source_{uuid.uuid4().hex}"  # (no name holds it: the DataFrame argument's place)
+    text = f"MERGE {evolution}INTO {sql_path(path)} AS t USING {token} AS s ON {on} " + " ".join(clauses)
+    # (Braces in names are the statement's own: only the source is a DataFrame argument.)
+    statement = text.replace("{", "{{").replace("}", "}}").replace(token, "{source}")
     spark.sql(statement, source=source)
 
 
