@@ -35,6 +35,14 @@ def remote_url(settings: SparkSettings) -> str | None:
     return found
 
 
+def client_only() -> bool:
+    """Whether the installed PySpark is Spark Connect's client alone (``pyspark-client``: no JVM,
+    no local Spark)."""
+    from pyspark.util import is_remote_only
+
+    return bool(is_remote_only())
+
+
 def is_connect(spark: object) -> bool:
     """Whether ``spark`` is a Spark Connect client's session (not a session with a JVM here)."""
     return type(spark).__module__.startswith("pyspark.sql.connect")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from lakemerge import packaged
 from lakemerge.config.spark import SparkSettings
-from lakemerge.errors import LakemergeError
+from lakemerge.errors import ConfigError, LakemergeError
 from lakemerge.spark import checks, localfs, remote, startup, versions
 from lakemerge.spark.backends import backend
 
@@ -227,6 +227,12 @@ def get_spark(settings: SparkSettings | None = None, *, verbose: bool = False) -
         spark = remote.connect(url, settings)
         checks.check_session(spark)
         return spark
+    if remote.client_only():
+        raise ConfigError(
+            "the installed PySpark is Spark Connect's client alone (pyspark-client), which starts no Spark here: "
+            "give a Spark Connect server (--remote sc://HOST:PORT, [spark] remote, or SPARK_REMOTE), "
+            "or install lakemerge[spark]"
+        )
     log_file = settings.log_file or default_log_file()
     Path(log_file).parent.mkdir(parents=True, exist_ok=True)
 

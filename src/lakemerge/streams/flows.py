@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from lakemerge.batch.attempts import apply_table
 from lakemerge.batch.frames import FrameBatch
-from lakemerge.batch.transactions import Transaction
+from lakemerge.batch.transactions import Transaction, source_of
 from lakemerge.config import PipelineConfig, TableConfig
 from lakemerge.config.stream import StreamConfig
 from lakemerge.feeds.files import literal
@@ -33,6 +33,9 @@ class Flow:
     interval: float | None
     apply: Callable[[DataFrame, int], list[BatchResult]]
     tables: tuple[TableConfig, ...] = ()
+    #: The source its tables' commits record its batches under (``None``: a stream of files, whose
+    #: batches are recorded by their files).
+    source: str | None = None
 
 
 def table_flow(table: TableConfig) -> Flow:
@@ -51,6 +54,7 @@ def table_flow(table: TableConfig) -> Flow:
         stream.interval_seconds,
         apply,
         (table,),
+        name if stream.source == "kafka" else None,
     )
 
 
@@ -85,6 +89,7 @@ def group_flow(pipeline: PipelineConfig, group: str) -> Flow:
         config.stream.interval_seconds,
         apply,
         tuple(tables),
+        source_of(group),
     )
 
 

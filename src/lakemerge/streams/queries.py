@@ -242,7 +242,7 @@ def _collect(run: _Running, spark: SparkSession, report: Callable[[BatchResult],
     if run.seen is None:
         return
     run.progress = _last_batch(run.query)
-    for result in served.committed(spark, run.flow.tables, run.flow.name, run.seen):
+    for result in served.committed(spark, run.flow.tables, run.flow.source, run.seen):
         report(result)
 
 

@@ -87,11 +87,11 @@ def missing_lakemerge(failure: BaseException | str) -> bool:
 
 
 def committed(
-    spark: SparkSession, tables: Iterable[TableConfig], source: str, seen: dict[str, int]
+    spark: SparkSession, tables: Iterable[TableConfig], source: str | None, seen: dict[str, int]
 ) -> list[BatchResult]:
-    """The batches the stream ``source`` committed to ``tables`` since the versions ``seen`` (by
-    path; updated), oldest first: each table's (or change log's) commits whose records name the
-    stream as their source, or (a stream of files) that applied files."""
+    """The batches a stream committed to ``tables`` since the versions ``seen`` (by path; updated),
+    oldest first: each table's (or change log's) commits whose records name ``source`` as theirs,
+    or (``source`` ``None``: a stream of files) that applied files."""
     found = []
     for table in tables:
         path = table.log_table if table.log_mode else table.path
@@ -108,7 +108,8 @@ def committed(
             seen[path] = int(row["version"])
             record = ledger.parse_record(row["userMetadata"]) or {}
             origin = record.get("source") or {}
-            if record.get("batch_id") and (origin.get("name") == source or (not origin and record.get("files"))):
+            mine = origin.get("name") == source if source is not None else not origin and bool(record.get("files"))
+            if record.get("batch_id") and mine:
                 found.append(_result(table, record, row))
     return found
 
