@@ -15,6 +15,21 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "lakemerge"
 #: Modules every layer may import: they import nothing of lakemerge's but the errors.
 BOTTOM = ("lakemerge.errors", "lakemerge.results", "lakemerge.columns", "lakemerge.packaged")
+#: The modules that drive a classic session's JVM through py4j; the others reach Spark through
+#: DataFrames, SQL and the backend and filesystem interfaces, so that they run over Spark Connect.
+JVM_MODULES = frozenset(
+    {
+        "lakemerge.spark.jvm",
+        "lakemerge.spark.classic",
+        "lakemerge.spark.tail",
+        "lakemerge.storage.hadoop",
+        "lakemerge.table.jvm_snapshot",
+        "lakemerge.table.direct",
+        "lakemerge.table.transaction",
+    }
+)
+#: PySpark's handles of a classic session's JVM objects.
+_JVM_HANDLES = frozenset({"_jvm", "_jsc", "_jsparkSession", "_jdf", "_gateway", "_jconf", "_jsparkContext"})
 
 
 def _modules() -> dict[str, Path]:
@@ -80,6 +95,43 @@ def test_a_layer_crossing_fails_the_lint(tmp_path: Path) -> None:
     finally:
         crossing.unlink()
     assert lint.returncode != 0 and "TID251" in lint.stdout and "table/ does not import lakemerge.batch" in lint.stdout
+
+
+def jvm_uses(source: str) -> list[str]:
+    """Where ``source`` drives a JVM: imports of py4j or of :mod:`lakemerge.spark.jvm`, and PySpark's
+    handles of JVM objects (``spark._jsparkSession``, ``frame._jdf``...)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or "", *(f"{node.module}.{a.name}" for a in node.names)]
+        elif isinstance(node, ast.Attribute) and node.attr in _JVM_HANDLES:
+            found.append(f"line {node.lineno}: .{node.attr}")
+        for name in names:
+            if name.split(".")[0] == "py4j" or name == "lakemerge.spark.jvm":
+                found.append(f"line {node.lineno}: {name}")
+    return found
+
+
+def test_only_the_classic_backend_s_modules_drive_the_jvm() -> None:
+    uses = {n: jvm_uses(p.read_text()) for n, p in _modules().items() if n not in JVM_MODULES}
+    assert {n: found for n, found in uses.items() if found} == {}
+
+
+def test_a_module_driving_the_jvm_is_found() -> None:
+    """The check is real: each way of reaching the JVM is seen."""
+    for source in (
+        "from py4j.protocol import Py4JJavaError",
+        "import py4j.java_gateway",
+        "from lakemerge.spark.jvm import jclass",
+        "from lakemerge.spark import jvm",
+        "def f(spark):\n    return spark.sparkContext._jsc.hadoopConfiguration()",
+        "def f(frame):\n    return frame._jdf",
+    ):
+        assert jvm_uses(source), source
+    assert jvm_uses("from lakemerge.spark.backends import backend\n\nx = backend") == []
 
 
 def test_no_module_imports_itself_through_others() -> None:

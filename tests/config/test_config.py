@@ -45,7 +45,7 @@ def test_pipeline_file_parses_and_resolves_relative_paths(tmp_path: Path) -> Non
     assert table.sequence == ("updated_at",)
     assert table.partition_by == ("category",)
     assert table.feed.delete_codes == ("D", "X")
-    assert pipeline.spark.master == "local[2]"
+    assert pipeline.spark.master == "local[2]" and pipeline.spark.landing == "auto"
     assert pipeline.spark.conf == {"spark.sql.shuffle.partitions": "4", "spark.sql.adaptive.enabled": "true"}
 
 
@@ -66,6 +66,7 @@ def test_uri_paths_are_kept(tmp_path: Path) -> None:
         (('delete_codes = ["D", "X"]', 'delete_codes = ["D"]\nupsert_codes = ["D"]'), "tables.products.feed", "both"),
         (('format = "csv"', 'format = "csv"\ndelimiter = ";;"'), "tables.products.feed.delimiter", "one character"),
         (('sequence = "updated_at"', 'sequence = ["product_id"]'), "tables.products", "both key and sequence"),
+        (('master = "local[2]"', 'landing = "driver"'), "spark.landing", "'auto', 'client' or 'server'"),
     ],
 )
 def test_config_errors_name_the_key(tmp_path: Path, edit: tuple[str, str], key: str, words: str) -> None:

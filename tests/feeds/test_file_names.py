@@ -118,7 +118,8 @@ def test_files_named_with_glob_characters_in_every_format(spark: Any, tmp_path: 
     """One batch over a feed of each format: every file is read once as itself (a pattern would
     read the files beside it too, or none), each row known by its file (equal sequences go to the
     later file); the ledger records each file's real name, so a run knows them as applied and
-    archives them under those names, and a location left with no file has nothing pending."""
+    archives them under those names (in their folders), and a location left with no file has nothing
+    pending."""
     landed: dict[str, list[Path]] = {}
     for fmt, (ext, _, _) in FORMATS.items():
         landed[fmt] = [_landing(tmp_path, fmt) / ALL_FOLDER / f"{ALL_NAME}{ext}", _landing(tmp_path, fmt) / f"p{ext}"]
@@ -155,7 +156,8 @@ def test_files_named_with_glob_characters_in_every_format(spark: Any, tmp_path: 
 
     assert run_tables([t], spark=spark) == [], "each file is known as applied by its name"
     for fmt, feed in zip(FORMATS, t.feeds, strict=True):
-        assert sorted(p.name for p in Path(str(feed.archive)).iterdir()) == sorted(p.name for p in landed[fmt]), fmt
+        archived = sorted(p.relative_to(str(feed.archive)) for p in Path(str(feed.archive)).rglob("*") if p.is_file())
+        assert archived == sorted(p.relative_to(_landing(tmp_path, fmt)) for p in landed[fmt]), fmt
     left = sorted(p for fmt in FORMATS for p in _landing(tmp_path, fmt).rglob("*") if p.is_file())
     assert left == sorted(unmatched), "archived by their names; what the glob location does not match stays"
     assert run_tables([t], spark=spark) == []

@@ -34,6 +34,7 @@ def _read_checked(spark: Any, path: Path) -> bytes:
         stream.close()
 
 
+@pytest.mark.classic
 def test_a_batch_drops_the_stale_side_file_of_a_file_delta_overwrites(spark: Any, tmp_path: Path) -> None:
     assert spark.conf.get(localfs.SETTING) == localfs.RAW, "the suite's session is a local one"
     table = csv_table(tmp_path, "log")
@@ -62,6 +63,7 @@ def test_a_batch_drops_the_stale_side_file_of_a_file_delta_overwrites(spark: Any
     assert merged is not None and sorted(r["k"] for r in merged.select("k").collect()) == [1, 3]
 
 
+@pytest.mark.classic
 def test_only_local_paths_of_a_session_without_side_files_are_touched(spark: Any, tmp_path: Path) -> None:
     log = tmp_path / "t" / "_delta_log"
     log.mkdir(parents=True)

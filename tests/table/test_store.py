@@ -41,6 +41,7 @@ def test_a_table_missing_within_the_block_is_looked_for_again(spark: Any, tmp_pa
         assert snapshots.latest_snapshot(spark, path).version == 0
 
 
+@pytest.mark.classic
 @pytest.mark.parametrize("mode", ["copy_on_write", "log"])
 def test_planning_a_batch_updates_each_table_once(
     spark: Any, tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch

@@ -109,6 +109,11 @@ def read_batch(
         return _read_batch(spark, table, selection, number=number, batch_id=batch_id, cached=cached, counted=counted)
 
 
+#: How to go on with a file whose name holds ':' that the filesystem cannot read under it (Hadoop's
+#: local filesystem, whose checksum file name it cannot build; HDFS, which refuses the name).
+COLON_FIX = "renamed (its name holds ':', which this filesystem's Hadoop cannot read under that name)"
+
+
 @contextlib.contextmanager
 def _naming_poison(spark: SparkSession, table: TableConfig, files: Sequence[FeedFile]) -> Iterator[None]:
     """An input error in the block that is one file's (the file named, or found in Spark's message)
@@ -126,8 +131,9 @@ def _naming_poison(spark: SparkSession, table: TableConfig, files: Sequence[Feed
         if path is None:
             raise
         message = exc.message if exc.path is not None else f"{path}: {exc.message}"
+        fix = "fixed" if ":" not in path.rsplit("/", 1)[-1] else COLON_FIX
         named = InputError(
-            f"{message}; this file stops every later batch of table '{table.name}' until it is fixed, or "
+            f"{message}; this file stops every later batch of table '{table.name}' until it is {fix}, or "
             f"recorded as skipped: lakemerge skip PIPELINE.toml --table {table.name} '{path}' --reason TEXT"
         )
         named.path, named.row = path, exc.row
@@ -136,9 +142,14 @@ def _naming_poison(spark: SparkSession, table: TableConfig, files: Sequence[Feed
 
 def _named_in(spark: SparkSession, text: str, path: str) -> bool:
     """Whether Spark's message ``text`` names the file ``path``: as listed, or percent-encoded as
-    Spark names a file it failed to read (``file:///x/a%20b.csv``; a URI's scheme spelled either way)."""
+    Spark names a file it failed to read (``file:///x/a%20b.csv``; a URI's scheme spelled either way),
+    or, for a name holding ``:``, by that name alone (Hadoop's complaint about a path it cannot
+    build from it, or from its checksum file's name, names nothing else)."""
     spellings = (path, spark_file_path(spark, path))
-    return any(s.split(":", 1)[-1].lstrip("/") in text for s in spellings)
+    if any(s.split(":", 1)[-1].lstrip("/") in text for s in spellings):
+        return True
+    name = path.rsplit("/", 1)[-1]
+    return ":" in name and name in text
 
 
 def _read_batch(

@@ -17,8 +17,7 @@ from lakemerge.batch.groups import apply_group, grouped
 from lakemerge.config.pipeline import PipelineConfig
 from lakemerge.config.table import TableConfig
 from lakemerge.errors import LakemergeError
-from lakemerge.feeds.archive import archive_files
-from lakemerge.feeds.files import matched_locations, qualified
+from lakemerge.feeds.archive import archive_files, check_archive
 from lakemerge.results import BatchResult
 
 if TYPE_CHECKING:
@@ -51,6 +50,7 @@ def run_tables(
     """
     stop = stop or threading.Event()
     results: list[BatchResult] = []
+    _check_archives(spark, tables)
     while True:
         for table in tables:
             while not stop.is_set() and (max_batches is None or len(results) < max_batches):
@@ -84,6 +84,7 @@ def run_pipeline(
     names = list(tables) if tables else list(pipeline.tables)
     groups, single = grouped(pipeline, names)
     results: list[BatchResult] = []
+    _check_archives(spark, [pipeline.table(n) for n in names])
 
     def room() -> bool:
         return not stop.is_set() and (max_batches is None or len(results) < max_batches)
@@ -124,18 +125,17 @@ def _reporting(results: list[BatchResult]) -> Iterator[None]:
         raise
 
 
+def _check_archives(spark: SparkSession, tables: Sequence[TableConfig]) -> None:
+    """Fail before the first batch when a feed's files cannot be archived (:func:`check_archive`)."""
+    for table in tables:
+        for feed in table.feeds:
+            if feed.archive:
+                check_archive(spark, feed.location, feed.archive)
+
+
 def _archive(spark: SparkSession, table: TableConfig, result: BatchResult) -> None:
     """Move the batch's files (and applied files still in place) to their feed's archive."""
     paths = [*result.skipped_files, *(f.path for f in result.files)]
     for feed in table.feeds:
-        if not feed.archive:
-            continue
-        locations = matched_locations(spark, feed.location)
-        mine = [p for p in paths if any(_under(qualified(spark, p), loc) for loc in locations)]
-        archive_files(spark, mine, feed.archive)
-
-
-def _under(path: str, location: str) -> bool:
-    """Whether ``path`` is ``location`` or inside it; both qualified Hadoop URIs (``file:/x``,
-    never ``/x`` against ``file:///x``)."""
-    return path == location or path.startswith(location.rstrip("/") + "/")
+        if feed.archive:
+            archive_files(spark, paths, feed.location, feed.archive)

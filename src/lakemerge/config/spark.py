@@ -10,6 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from lakemerge.config.base import Model
 
 Catalog = Literal["in-memory", "hive"]
+Landing = Literal["auto", "client", "server"]
 
 #: A database name.
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -24,6 +25,13 @@ class SparkSettings(Model):
             Spark here: no JVM on this machine; the server brings Spark and Delta (``SPARK_REMOTE``
             in the environment does the same). ``master``, ``packages`` and the settings Spark
             fixes when it starts are then the server's; lakemerge sets the others for its session.
+        landing: over Spark Connect, who lists landing zones and table folders, reads their
+            footers and headers and moves applied files to an archive: ``client`` (this process,
+            through ``pyarrow.fs``: its own disk, S3 with the session's ``spark.hadoop.fs.s3a.*``
+            settings, GCS, HDFS where libhdfs loads), ``server`` (Spark's ``binaryFile`` listing on
+            the server: no archive), or ``auto`` (the default: the client for object stores, for
+            this machine's disk when the server runs on this machine, and for HDFS where libhdfs
+            loads; the server otherwise). A classic session lists through Hadoop on the driver.
         app_name: the application name shown by Spark.
         conf: extra Spark settings, passed through unchanged (``spark.executor.memory`` ...).
         packages: extra Maven coordinates added to ``spark.jars.packages`` beside Delta's.
@@ -41,6 +49,7 @@ class SparkSettings(Model):
 
     master: str = "local[*]"
     remote: str | None = None
+    landing: Landing = "auto"
     app_name: str = "lakemerge"
     conf: dict[str, str] = Field(default_factory=dict)
     packages: tuple[str, ...] = ()

@@ -24,7 +24,7 @@ from lakemerge.feeds.connect_schema import from_avro
 from lakemerge.feeds.events import Envelope, envelope_rows
 from lakemerge.feeds.files import literal
 from lakemerge.feeds.formats import Read, position, read_columnar
-from lakemerge.spark.jvm import jclass
+from lakemerge.storage.filesystems import filesystem
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -91,29 +91,9 @@ def _without_wide_decimals(node: Any) -> Any:
 def avro_schema(spark: SparkSession, path: str) -> str | None:
     """The writer schema in the header of the Avro file ``path`` (as JSON), or ``None`` when the
     file cannot be read (Spark's reader then names the problem)."""
-    try:
-        hadoop_path = jclass(spark, "org.apache.hadoop.fs.Path")(path)
-        fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-        stream = fs.open(hadoop_path)
-        try:
-            reader = jclass(spark, "org.apache.avro.file.DataFileStream")(
-                stream, jclass(spark, "org.apache.avro.generic.GenericDatumReader")()
-            )
-            return str(reader.getSchema().toString())
-        finally:
-            stream.close()
-    except Exception:  # (py4j wraps the JVM's errors)
-        return None
+    return filesystem(spark, path).avro_schema(path)
 
 
 def parquet_avro_schema(spark: SparkSession, path: str) -> str | None:
     """The Avro schema a Parquet file written through Avro keeps in its footer, or ``None``."""
-    try:
-        hadoop_path = jclass(spark, "org.apache.hadoop.fs.Path")(path)
-        conf = spark._jsparkSession.sessionState().newHadoopConf()
-        everything = jclass(spark, "org.apache.parquet.format.converter.ParquetMetadataConverter").NO_FILTER
-        footer = jclass(spark, "org.apache.parquet.hadoop.ParquetFileReader").readFooter(conf, hadoop_path, everything)
-        found = footer.getFileMetaData().getKeyValueMetaData().get("parquet.avro.schema")
-        return str(found) if found is not None else None
-    except Exception:  # (py4j wraps the JVM's errors)
-        return None
+    return filesystem(spark, path).parquet_metadata(path, "parquet.avro.schema")

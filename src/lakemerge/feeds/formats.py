@@ -18,7 +18,7 @@ from lakemerge.config.records import RecordsConfig
 from lakemerge.errors import ConfigError, InputError, first_line
 from lakemerge.feeds import utf8
 from lakemerge.feeds.files import literal
-from lakemerge.spark.jvm import jclass
+from lakemerge.storage.filesystems import filesystem
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -45,11 +45,14 @@ def position(frame: DataFrame, *, row_index: bool = False) -> DataFrame:
 
 
 def _first_line(spark: SparkSession, path: str) -> str | None:
-    """The first non-empty line of one file (a one-row action, used to name columns)."""
+    """The first non-empty line of one file (a one-row action, used to name columns), bytes that
+    are not UTF-8 decoded as U+FFFD (as Spark's JVM decodes them; its bytes reach a Spark Connect
+    client as they are, which Python's decoding would refuse)."""
     from pyspark.sql import functions as F
 
-    rows = spark.read.text(literal(path)).filter(F.length("value") > 0).limit(1).collect()
-    return str(rows[0][0]) if rows else None
+    lines = spark.read.text(literal(path)).filter(F.length("value") > 0).limit(1)
+    rows = lines.select(F.col("value").cast("binary")).collect()
+    return bytes(rows[0][0]).decode("utf-8", "replace") if rows else None
 
 
 def _data_columns(spark: SparkSession, feed: FeedConfig, paths: Sequence[str], count_fields: object) -> list[str]:
@@ -256,39 +259,21 @@ def read_columnar(spark: SparkSession, fmt: str, paths: Sequence[str]) -> Read:
 def parquet_schema(spark: SparkSession, paths: Sequence[str]) -> StructType | None:
     """The schema Spark infers for the Parquet files ``paths`` (qualified Hadoop path strings, as
     :func:`lakemerge.feeds.files.list_feed_files` lists them, so that they sort as Spark sorts them),
-    read from the footer of the file it would read it from by Spark's own function, without its
-    Spark job; ``None`` where Spark must infer it itself: schemas merged across files
-    (``spark.sql.parquet.mergeSchema``), or a footer that cannot be read (Spark's inference then
-    reports the file).
+    read from the footer of the file it would read it from by Spark's own rules, without its
+    Spark job (:meth:`lakemerge.storage.filesystem.FileSystem.parquet_schema`); ``None`` where
+    Spark must infer it itself: schemas merged across files (``spark.sql.parquet.mergeSchema``),
+    a footer that cannot be read (Spark's inference then reports the file), or files only a
+    Spark Connect server reaches.
 
     Spark infers a Parquet schema from the first file in path order (without summary files) and
     runs a Spark job for it even for one file: 57-73 ms of every warm read (bench/RESULTS.md,
     "Parquet feed schema")."""
-    import json
-
-    from pyspark.sql.types import StructType
-
     if str(spark.conf.get("spark.sql.parquet.mergeSchema", "false")).strip().lower() == "true":
         return None
     first = min(paths)
     if first.rsplit("/", 1)[-1].startswith(("_", ".")):
         return None
-    try:
-        path = jclass(spark, "org.apache.hadoop.fs.Path")(first)
-        conf = spark._jsparkSession.sessionState().newHadoopConf()  # (with the session's fs.* settings)
-        everything = jclass(spark, "org.apache.parquet.format.converter.ParquetMetadataConverter").NO_FILTER
-        footer = jclass(spark, "org.apache.parquet.hadoop.ParquetFileReader").readFooter(conf, path, everything)
-        parquet = "org.apache.spark.sql.execution.datasources.parquet"
-        converter = jclass(spark, f"{parquet}.ParquetToSparkSchemaConverter")(
-            spark._jsparkSession.sessionState().conf()
-        )
-        found = jclass(spark, f"{parquet}.ParquetFileFormat").readSchemaFromFooter(
-            jclass(spark, "org.apache.parquet.hadoop.Footer")(path, footer), converter
-        )
-        # (Spark makes every column of a file source nullable, as its inference does.)
-        return StructType.fromJson(json.loads(str(found.asNullable().json())))
-    except Exception:  # (py4j wraps the JVM's errors) Spark's own inference names the file
-        return None
+    return filesystem(spark, first).parquet_schema(first)
 
 
 def _empty(spark: SparkSession, paths: Sequence[str]) -> Read:

@@ -19,7 +19,7 @@ from lakemerge.columns import quoted, sql_string
 from lakemerge.config.table import CURRENT, TableConfig
 from lakemerge.errors import ConfigError, TableError
 from lakemerge.results import Registered
-from lakemerge.spark.jvm import jclass
+from lakemerge.storage.filesystems import filesystem
 from lakemerge.table.store import table_exists
 
 if TYPE_CHECKING:
@@ -122,9 +122,7 @@ def _location_of(spark: SparkSession, name: str) -> str | None:
 
 def _qualified(spark: SparkSession, path: str) -> str:
     """``path`` as a fully qualified URI of its file system (``file:/...``, ``hdfs://nn/...``)."""
-    hpath = jclass(spark, "org.apache.hadoop.fs.Path")(path)
-    fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    return str(fs.makeQualified(hpath).toString())
+    return filesystem(spark, path).qualify(path)
 
 
 def _quoted(name: str) -> str:

@@ -83,6 +83,11 @@ class Backend(abc.ABC):
         """The session's active stages now, for a progress display; ``None`` where the session
         reports progress only through :meth:`on_progress`."""
 
+    def driver_path(self, path: str) -> str | None:
+        """The relative local ``path`` made absolute as the session's driver resolves it (against
+        its JVM's folder, which need not be this process's); ``None`` where the driver is elsewhere."""
+        return None
+
     def on_progress(self, report: Callable[[list[Stage]], None]) -> Callable[[], None] | None:
         """Call ``report`` with the active stages whenever the session reports progress; the
         function that stops it, or ``None`` where progress is polled through :meth:`stages`."""

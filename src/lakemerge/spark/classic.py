@@ -85,6 +85,9 @@ class ClassicBackend(Backend):
     def identity(self) -> Any:
         return self.spark._jsparkSession
 
+    def driver_path(self, path: str) -> str | None:
+        return str(jclass(self.spark, "java.io.File")(path).getAbsolutePath())
+
     def json_schema(self, texts: DataFrame) -> StructType:
         from pyspark.sql import DataFrame as SparkFrame
 

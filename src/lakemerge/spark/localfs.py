@@ -96,6 +96,6 @@ def _local(spark: SparkSession, path: str) -> str | None:
         return None
     if os.path.isabs(path):
         return path
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    return str(jvm.java.io.File(path).getAbsolutePath())
+    from lakemerge.spark.backends import backend
+
+    return backend(spark).driver_path(path)

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 #: The environment variable PySpark reads a Spark Connect URL from.
 ENVIRONMENT = "SPARK_REMOTE"
 
+#: The session setting saying who lists files over Spark Connect (:class:`SparkSettings` ``landing``).
+LANDING = "spark.lakemerge.landing"
+
 #: Settings every lakemerge session has, that a Connect session may set for itself.
 SESSION_DEFAULTS = {
     "spark.sql.session.timeZone": "UTC",
@@ -61,7 +64,7 @@ def connect(url: str, settings: SparkSettings) -> SparkSession:
         str(spark.version)  # (the client connects on its first call)
     except Exception as exc:
         raise ConfigError(f"cannot reach the Spark Connect server at {url}: {_reason(exc)}") from None
-    for key, value in {**SESSION_DEFAULTS, **settings.conf}.items():
+    for key, value in {**SESSION_DEFAULTS, LANDING: settings.landing, **settings.conf}.items():
         _set(spark, key, value)
     return spark
 

@@ -8,8 +8,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from lakemerge.columns import delta_path
-from lakemerge.errors import TableError, first_line
-from lakemerge.spark.jvm import jclass
+from lakemerge.errors import TableError
+from lakemerge.storage import paths
+from lakemerge.storage.filesystem import Entry, StorageError
+from lakemerge.storage.filesystems import filesystem
 from lakemerge.table.snapshot import Snapshot
 from lakemerge.table.snapshots import is_delta, latest_snapshot
 
@@ -33,61 +35,40 @@ def table_exists(spark: SparkSession, path: str) -> bool:
     """True when ``path`` holds a Delta table; an existing non-Delta directory is an error."""
     if is_delta(spark, path):
         return True
-    from lakemerge.spark.backends import backend
-
-    if not backend(spark).jvm:
-        return _no_foreign_files(spark, path)
-    hpath = jclass(spark, "org.apache.hadoop.fs.Path")(path)
-    fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    if fs.exists(hpath) and fs.isFile(hpath):
-        raise TableError(f"{path}: table path is a file, not a Delta table directory")
-    if fs.exists(hpath):
-        foreign = _foreign_file(fs, hpath)
-        if foreign:
-            raise TableError(
-                f"{path}: directory exists and is not a Delta table (it holds {foreign}); refusing to write into it"
-            )
-    return False
-
-
-def _no_foreign_files(spark: SparkSession, path: str) -> bool:
-    """:func:`table_exists` for a path only the Spark server sees: its files listed by Spark's
-    ``binaryFile`` source (their contents unread)."""
-    from pyspark.sql import functions as F
-
+    fs = filesystem(spark, path)
     try:
-        listed = spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(path).select("path")
-        foreign = listed.where(~F.col("path").endswith(".parquet")).limit(1).collect()
-    except Exception as exc:
-        if "PATH_NOT_FOUND" in str(exc) or "does not exist" in str(exc):
-            return False
-        raise TableError(f"{path}: cannot list the table's folder: {first_line(exc)}") from None
+        found = fs.listing(path)
+    except StorageError as exc:
+        raise TableError(f"{path}: cannot list the table's folder: {exc}") from None
+    if not found:
+        return False
+    own = fs.qualify(path)
+    if len(found) == 1 and found[0].path == own and not found[0].directory:
+        raise TableError(f"{path}: table path is a file, not a Delta table directory")
+    foreign = _foreign_file(own, found)
     if foreign:
-        found = str(foreign[0][0])
-        if found.rstrip("/").endswith(path.rstrip("/").rsplit("/", 1)[-1]):
-            raise TableError(f"{path}: table path is a file, not a Delta table directory")
         raise TableError(
-            f"{path}: directory exists and is not a Delta table (it holds {found}); refusing to write into it"
+            f"{path}: directory exists and is not a Delta table (it holds {foreign}); refusing to write into it"
         )
     return False
 
 
-def _foreign_file(fs: Any, directory: Any) -> str | None:
-    """A file that no Delta writer would leave in a table directory, or None. Parquet data files
-    (also under ``column=value`` folders) and hidden files are what a concurrent or crashed table
-    creation leaves, and Delta ignores them."""
-    for status in fs.listStatus(directory):
-        name = str(status.getPath().getName())
-        if name.startswith((".", "_")):
+def _foreign_file(folder: str, entries: list[Entry]) -> str | None:
+    """A file that no Delta writer would leave in a table directory, or None (the first in path
+    order). Parquet data files (also under ``column=value`` folders) and hidden entries are what a
+    concurrent or crashed table creation leaves, and Delta ignores them."""
+    for entry in sorted(entries, key=lambda e: e.path):
+        parts = (paths.relative(entry.path, folder) or entry.name).split("/")
+        if any(paths.hidden(part) for part in parts):
             continue
-        if status.isDirectory():
-            if "=" not in name:
-                return str(status.getPath().toString())
-            inner = _foreign_file(fs, status.getPath())
-            if inner:
-                return inner
-        elif not name.endswith(".parquet"):
-            return str(status.getPath().toString())
+        outer = next((i for i, part in enumerate(parts[:-1]) if "=" not in part), None)
+        if outer is not None:
+            return paths.child(folder, "/".join(parts[: outer + 1]))
+        if entry.directory:
+            if "=" not in entry.name:
+                return entry.path
+        elif not entry.name.endswith(".parquet"):
+            return entry.path
     return None
 
 
