@@ -7,6 +7,7 @@ Each command parses its arguments, calls :mod:`lakemerge.api` and renders the re
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import Annotated
 
 import typer
@@ -62,6 +63,9 @@ def _root(
 
 def main() -> None:
     """Entry point of the ``lakemerge`` script."""
+    # PySpark warns on import when pandas is newer than it was tested with; lakemerge's commands
+    # never hand pandas a frame, and a Python warning is not for the terminal of a user.
+    warnings.filterwarnings("ignore", message=r"PySpark does not yet fully support pandas", category=FutureWarning)
     try:
         app()
     except SystemExit as exc:

@@ -34,7 +34,8 @@ def remote_url(settings: SparkSettings) -> str | None:
     """The Spark Connect server to work through: the settings' ``remote``, else ``$SPARK_REMOTE``."""
     found = settings.remote or os.environ.get(ENVIRONMENT) or None
     if found is not None and not found.startswith("sc://"):
-        raise ConfigError(f"'{found}' is not a Spark Connect URL (sc://host:port)", key=ENVIRONMENT)
+        named = None if settings.remote else ENVIRONMENT
+        raise ConfigError(f"'{found}' is not a Spark Connect URL (sc://host:port)", key=named)
     return found
 
 
@@ -59,6 +60,7 @@ def connect(url: str, settings: SparkSettings) -> SparkSession:
     """
     from pyspark.sql import SparkSession
 
+    _reachable(url)
     try:
         spark = SparkSession.builder.remote(url).appName(settings.app_name).getOrCreate()
         str(spark.version)  # (the client connects on its first call)
@@ -67,6 +69,44 @@ def connect(url: str, settings: SparkSettings) -> SparkSession:
     for key, value in {**SESSION_DEFAULTS, LANDING: settings.landing, **settings.conf}.items():
         _set(spark, key, value)
     return spark
+
+
+#: Spark Connect's port when a URL names none.
+DEFAULT_PORT = 15002
+
+#: Seconds to wait for the server's port to answer (PySpark's own client retries for minutes).
+CONNECT_TIMEOUT = 10.0
+
+
+def address(url: str) -> tuple[str, int]:
+    """The host and port of a Spark Connect URL (``sc://host[:port][/;param=value...]``).
+
+    Raises:
+        ConfigError: the URL names no host, or its port is not a number.
+    """
+    rest = url[len("sc://") :].split("/", 1)[0]
+    host, port = rest, str(DEFAULT_PORT)
+    if rest.startswith("["):  # (an IPv6 address)
+        host, _, tail = rest[1:].partition("]")
+        port = tail[1:] if tail.startswith(":") else port
+    elif ":" in rest:
+        host, port = rest.rsplit(":", 1)
+    if not host or not port.isdigit():
+        raise ConfigError(f"'{url}' is not a Spark Connect URL (sc://host:port)")
+    return host, int(port)
+
+
+def _reachable(url: str) -> None:
+    """Fail at once, naming the server, when nothing answers at the URL's host and port."""
+    import socket
+
+    host, port = address(url)
+    try:
+        with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ConfigError(f"cannot reach the Spark Connect server at {url}: {reason}") from None
 
 
 def _set(spark: SparkSession, key: str, value: str) -> None:

@@ -175,11 +175,16 @@ def merge_into(
     assign are added to the table unless ``evolve`` is false. The same statement in a classic and a
     Spark Connect session. Call inside :func:`lakemerge.table.ledger.commit_record`."""
     evolution = "WITH SCHEMA EVOLUTION " if evolve else ""
-    token = f"_lm_source_{uuid.uuid4().hex}"  # (no name holds it: the DataFrame argument's place)
-    text = f"MERGE {evolution}INTO {sql_path(path)} AS t USING {token} AS s ON {on} " + " ".join(clauses)
-    # (Braces in names are the statement's own: only the source is a DataFrame argument.)
-    statement = text.replace("{", "{{").replace("}", "}}").replace(token, "{source}")
-    spark.sql(statement, source=source)
+    # The source is a temporary view of its own, dropped once the statement ran: a MERGE runs when
+    # it is stated, in a Spark Connect session too. (A DataFrame argument of the statement would be
+    # copied by the Connect client into a message of its own, which its protobuf runtime refuses
+    # past about fifty nested steps: a stream's batch plan reaches that.)
+    view = f"_lm_source_{uuid.uuid4().hex}"
+    source.createOrReplaceTempView(view)
+    try:
+        spark.sql(f"MERGE {evolution}INTO {sql_path(path)} AS t USING {view} AS s ON {on} " + " ".join(clauses))
+    finally:
+        spark.catalog.dropTempView(view)
 
 
 def when_updated(condition: str, values: dict[str, str]) -> str:

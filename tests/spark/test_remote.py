@@ -1,0 +1,77 @@
+"""A Spark Connect server is named by a URL; one that cannot be reached is one line naming it,
+at once, not after the client's minutes of retries."""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from lakemerge.cli.app import app
+from lakemerge.config.spark import SparkSettings
+from lakemerge.errors import ConfigError
+from lakemerge.spark import remote
+
+runner = CliRunner()
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("sc://127.0.0.1", ("127.0.0.1", 15002)),
+        ("sc://spark.example:443", ("spark.example", 443)),
+        ("sc://host:15003/;token=abc;use_ssl=true", ("host", 15003)),
+        ("sc://[::1]:15004", ("::1", 15004)),
+        ("sc://[::1]", ("::1", 15002)),
+    ],
+)
+def test_a_urls_host_and_port(url: str, expected: tuple[str, int]) -> None:
+    assert remote.address(url) == expected
+
+
+@pytest.mark.parametrize("url", ["sc://", "sc://host:port", "sc://:15002"])
+def test_a_url_without_a_host_or_with_a_port_that_is_no_number_is_refused(url: str) -> None:
+    with pytest.raises(ConfigError, match="is not a Spark Connect URL"):
+        remote.address(url)
+
+
+def test_only_a_spark_connect_url_names_a_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPARK_REMOTE", "http://127.0.0.1:15002")
+    with pytest.raises(ConfigError, match="key 'SPARK_REMOTE'"):
+        remote.remote_url(SparkSettings())
+    monkeypatch.setenv("SPARK_REMOTE", "sc://127.0.0.1:15002")
+    assert remote.remote_url(SparkSettings()) == "sc://127.0.0.1:15002"
+    assert remote.remote_url(SparkSettings(remote="sc://10.0.0.1:1")) == "sc://10.0.0.1:1"
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_a_server_that_does_not_answer_is_named_at_once() -> None:
+    url = f"sc://127.0.0.1:{_closed_port()}"
+    began = time.monotonic()
+    with pytest.raises(ConfigError, match=f"cannot reach the Spark Connect server at {url}: "):
+        remote.connect(url, SparkSettings())
+    assert time.monotonic() - began < remote.CONNECT_TIMEOUT + 5
+
+
+def test_a_command_given_a_server_that_does_not_answer_prints_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LAKEMERGE_CONFIG", str(tmp_path / "none.toml"))
+    (tmp_path / "none.toml").write_text("")
+    url = f"sc://127.0.0.1:{_closed_port()}"
+    result = runner.invoke(app, ["history", str(tmp_path / "table"), "--remote", url])
+    assert result.exit_code == 2, result.output
+    expected = f"error: cannot reach the Spark Connect server at {url}: Connection refused"
+    assert result.output.strip().splitlines() == [expected]
+
+
+def test_this_pyspark_is_not_the_client_alone() -> None:
+    assert remote.client_only() is False
