@@ -2,7 +2,9 @@
 ...) and for the command line, which is a thin layer over it.
 
 Every function takes keyword arguments after the first, starts (or reuses) a SparkSession when
-none is given, and returns typed results (:mod:`lakemerge.results`).
+none is given, and returns typed results (:mod:`lakemerge.results`). A table's path that is
+relative is taken from this process's current directory (also when Spark runs on a Spark Connect
+server, whose own directory is another).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lakemerge.config import PipelineConfig, TableConfig
+from lakemerge.config.base import absolute
 from lakemerge.config.pipeline_file import load_pipeline as load_pipeline
 from lakemerge.config.properties_file import load_properties as load_properties
 from lakemerge.config.records import RecordsConfig
@@ -258,7 +261,7 @@ def rollback(
     from lakemerge.operations.rollback import rollback as rollback_table
 
     session = _session(spark)
-    return rollback_table(session, path, to_version=to_version, to_timestamp=to_timestamp, reapply=reapply)
+    return rollback_table(session, absolute(path), to_version=to_version, to_timestamp=to_timestamp, reapply=reapply)
 
 
 def register(
@@ -282,14 +285,14 @@ def history(path: str, *, limit: int | None = None, spark: SparkSession | None =
     """The table's commits, newest first, with each batch's metrics and applied files."""
     from lakemerge.operations import inspect
 
-    return inspect.history(_session(spark), path, limit=limit)
+    return inspect.history(_session(spark), absolute(path), limit=limit)
 
 
 def show(path: str, *, sample: int = 10, spark: SparkSession | None = None) -> TableSummary:
     """The table's schema, row and file counts, size and a few rows."""
     from lakemerge.operations import inspect
 
-    return inspect.show(_session(spark), path, sample=sample)
+    return inspect.show(_session(spark), absolute(path), sample=sample)
 
 
 def changed_records(
@@ -298,7 +301,7 @@ def changed_records(
     """The rows that ``version`` changed, before and after, ordered by key."""
     from lakemerge.operations import inspect
 
-    return inspect.changed_records(_session(spark), path, version, key=key, limit=limit)
+    return inspect.changed_records(_session(spark), absolute(path), version, key=key, limit=limit)
 
 
 def quarantine(
@@ -308,7 +311,11 @@ def quarantine(
     table's configuration, or its path (its quarantine then at ``PATH__quarantine``)."""
     from lakemerge.table.quarantine import list_quarantine
 
-    path, where = (table.path, table.quarantine) if isinstance(table, TableConfig) else (table, quarantine_of(table))
+    path, where = (
+        (table.path, table.quarantine)
+        if isinstance(table, TableConfig)
+        else (absolute(table), quarantine_of(absolute(table)))
+    )
     return list_quarantine(_session(spark), table_path=path, quarantine_path=where, limit=limit)
 
 
@@ -347,7 +354,7 @@ def report(path: str, out: str | os.PathLike[str], *, spark: SparkSession | None
     """Write a self-contained HTML page of the table's batch history, with plots, to ``out``."""
     from lakemerge.operations.report import write_report
 
-    return write_report(_session(spark), path, str(out))
+    return write_report(_session(spark), absolute(path), str(out))
 
 
 def demo(workdir: str | os.PathLike[str], *, spark: SparkSession | None = None) -> DemoResult:

@@ -50,3 +50,33 @@ def test_demo_on_a_terminal_shows_spark_stages_and_keeps_spark_quiet(tmp_path: P
     assert "88 → 82" in text
     assert [n for n in SPARK_NOISE if n in text] == [], text[-3000:]
     assert log.exists() and log.stat().st_size > 0
+
+
+_FLOOD = """
+import typer
+from lakemerge.cli.common import handled
+
+@handled
+def flood(json_out: bool = False, verbose: bool = False) -> None:
+    for number in range(200_000):
+        print(f"line {number}")
+
+typer.run(flood)
+"""
+
+
+def test_a_command_whose_reader_stops_reading_ends_quietly(tmp_path: Path) -> None:
+    """``lakemerge history T | head``: once the reader has gone, the command stops without a word
+    on stderr (more output than a pipe holds, so the reader leaves before the writer is done)."""
+    import subprocess
+    import sys
+
+    process = subprocess.Popen(
+        [sys.executable, "-c", _FLOOD], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path
+    )
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.readline() == b"line 0\n"
+    process.stdout.close()
+    error = process.stderr.read().decode()
+    assert process.wait(timeout=60) == 141, error
+    assert error == ""

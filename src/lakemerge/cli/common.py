@@ -9,9 +9,11 @@ missing change files, incompatible schema); 4 gave up on a concurrent writer's c
 from __future__ import annotations
 
 import functools
+import os
+import sys
 import traceback
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 
@@ -38,6 +40,29 @@ TablesOpt = Annotated[list[str] | None, typer.Option("--table", "-t", help="Tabl
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+#: The exit code of a command whose reader closed its output (``lakemerge history | head``), as a
+#: shell reports a program ended by SIGPIPE.
+_BROKEN_PIPE = 141
+
+
+def _reader_gone() -> bool:
+    """Whether standard output is a pipe whose reader has gone (a broken pipe from Spark's own
+    sockets is a failure like any other). If so, later writes go nowhere: Python would otherwise
+    report the pipe once more as it exits."""
+    import select
+
+    try:
+        descriptor = sys.stdout.fileno()
+        watch = select.poll()
+        watch.register(descriptor, select.POLLOUT)
+        gone = any(events & select.POLLERR for _, events in watch.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
+    if gone:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), descriptor)
+    return gone
+
+
 def handled(func: F) -> F:
     """Run a command; turn its failure into one line on stderr (and, with ``--json``, an error
     document on stdout) and the error's exit code."""
@@ -58,11 +83,20 @@ def handled(func: F) -> F:
         except KeyboardInterrupt:
             shown.error("Interrupted", "nothing was committed by the batch in progress", 130)
             raise typer.Exit(130) from None
+        except BrokenPipeError as exc:
+            if _reader_gone():
+                raise typer.Exit(_BROKEN_PIPE) from None
+            _internal(exc, shown, verbose=verbose)
         except Exception as exc:
-            if verbose:
-                traceback.print_exc()
-            message = f"{first_line(exc)} (a bug in lakemerge: run with -v for the traceback, and report it)"
-            shown.error("InternalError", message, 1)
-            raise typer.Exit(1) from None
+            _internal(exc, shown, verbose=verbose)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _internal(exc: BaseException, shown: Any, *, verbose: bool) -> NoReturn:
+    """A failure lakemerge did not expect: one line asking for a report (the traceback with -v)."""
+    if verbose:
+        traceback.print_exc()
+    message = f"{first_line(exc)} (a bug in lakemerge: run with -v for the traceback, and report it)"
+    shown.error("InternalError", message, 1)
+    raise typer.Exit(1) from None
