@@ -78,9 +78,34 @@ def backend_name(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="session")
-def spark(backend_name: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    if backend_name == "connect":
-        yield from _connect_session(tmp_path_factory)
+def connect_url(backend_name: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str | None]:
+    """With ``--backend connect``: a Spark Connect server for this worker, started from the
+    installed PySpark with lakemerge's settings (its Python workers import this checkout's
+    lakemerge); its URL. ``None`` for the classic backend."""
+    if backend_name != "connect":
+        yield None
+        return
+    from bench.connect_server import server
+
+    source = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+    with ExitStack() as running:
+        with _one_start_at_a_time():  # (the server resolves Spark's packages as it starts)
+            url = running.enter_context(server(tmp_path_factory.mktemp("connect"), conf=SUITE_CONF, python_path=source))
+        yield url
+
+
+@pytest.fixture(scope="session")
+def remote_args(connect_url: str | None) -> list[str]:
+    """What a ``lakemerge`` command a test starts adds to work on the suite's backend."""
+    return ["--remote", connect_url] if connect_url else []
+
+
+@pytest.fixture(scope="session")
+def spark(connect_url: str | None) -> Iterator[object]:
+    if connect_url is not None:
+        session = lakemerge.get_spark(lakemerge.SparkSettings(remote=connect_url))
+        yield session
+        session.stop()
         return
     from lakemerge.spark.versions import installed_pairing
 
@@ -95,20 +120,6 @@ def spark(backend_name: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         )
     yield session
     session.stop()
-
-
-def _connect_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    """A Spark Connect server for this worker, started from the installed PySpark with lakemerge's
-    settings (its Python workers import this checkout's lakemerge), and a session on it."""
-    from bench.connect_server import server
-
-    source = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
-    with ExitStack() as running:
-        with _one_start_at_a_time():  # (the server resolves Spark's packages as it starts)
-            url = running.enter_context(server(tmp_path_factory.mktemp("connect"), conf=SUITE_CONF, python_path=source))
-            session = lakemerge.get_spark(lakemerge.SparkSettings(remote=url))
-        yield session
-        session.stop()
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -104,7 +104,10 @@ def dataframe_batches(venv: Venv, root: Path, *, seed: int, remote: str | None =
     """Three DataFrame batches from a job, then the first again: each batch's counts are the
     oracle's, the repeated one is refused as applied before, and the table is the oracle's."""
     files = change_files(random.Random(seed), 3)
-    ran = venv.run(["python", "-c", _FRAMES, str(root / "t"), json.dumps(files), remote or ""], cwd=root)
+    # A job's script file (PySpark's Connect client takes ``python -c`` for its own doctests and
+    # looks for a Spark installation that its client-only package does not have).
+    (root / "job.py").write_text(_FRAMES)
+    ran = venv.run(["python", "job.py", str(root / "t"), json.dumps(files), remote or ""], cwd=root)
     said = [line for line in ran.stdout.splitlines() if line.startswith("SAID ")]
     assert ran.returncode == 0 and said, ran.stdout[-2000:] + ran.stderr[-3000:]
     results = json.loads(said[0][5:])

@@ -79,7 +79,7 @@ def test_the_demo_and_the_table_commands_run_through_the_server(client: Venv, ur
     report = lakemerge("report", table, "--out", "report.html")
     assert report["batches"] == 2 and (tmp_path / "report.html").stat().st_size > 0
     restored = lakemerge("rollback", table, "--to-version", "0", "--keep-files-applied")
-    assert restored["restored_version"] == 0
+    assert restored["to_version"] == 0 and restored["from_version"] == 1
     assert len(read_table(tmp_path / table)) == 8  # (the master data alone)
 
 

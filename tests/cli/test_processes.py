@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import deltalake
@@ -71,7 +72,9 @@ def assert_each_file_applied_once(table: str, files: int) -> None:
     assert seen == {f"f{i:03d}.csv": 1 for i in range(files)}
 
 
-def crash_and_recover(spark: object, tmp_path: Path, rng: random.Random, write_mode: str = "copy_on_write") -> str:
+def crash_and_recover(
+    spark: object, tmp_path: Path, rng: random.Random, write_mode: str = "copy_on_write", remote: Sequence[str] = ()
+) -> str:
     """Kill ``lakemerge run`` at a random moment, rerun it, and compare with the oracle; a ``log``
     table is read through its merged view, computed from delta-rs reads of table and log."""
     files = 6
@@ -79,7 +82,7 @@ def crash_and_recover(spark: object, tmp_path: Path, rng: random.Random, write_m
     for i in range(files):
         feed_file(tmp_path, i)
     proc = subprocess.Popen(
-        [*lakemerge_command(), "run", str(pipeline(tmp_path, max_files=2, write_mode=write_mode))],
+        [*lakemerge_command(), "run", str(pipeline(tmp_path, max_files=2, write_mode=write_mode)), *remote],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         cwd=tmp_path,
@@ -109,18 +112,20 @@ def crash_and_recover(spark: object, tmp_path: Path, rng: random.Random, write_m
     # The log table's kill joins the long run's (pytest -m fault), to keep the suite within its time.
     ["copy_on_write", pytest.param("log", marks=pytest.mark.fault)],
 )
-def test_sigkill_at_random_moments_then_rerun(spark: object, tmp_path: Path, write_mode: str) -> None:
+def test_sigkill_at_random_moments_then_rerun(
+    spark: object, remote_args: list[str], tmp_path: Path, write_mode: str
+) -> None:
     rng = random.Random(int(os.environ.get("LAKEMERGE_FAULT_SEED", "7")))
-    crash_and_recover(spark, tmp_path / "0", rng, write_mode)  # more rounds: pytest -m fault
+    crash_and_recover(spark, tmp_path / "0", rng, write_mode, remote_args)  # more rounds: pytest -m fault
 
 
 @pytest.mark.fault
-def test_sigkill_long_run(spark: object, tmp_path: Path) -> None:
+def test_sigkill_long_run(spark: object, remote_args: list[str], tmp_path: Path) -> None:
     """``pytest -m fault``: LAKEMERGE_FAULT_ITERATIONS (default 100) kills, each followed by a rerun,
     copy-on-write and ``log`` tables in turn."""
     rng = random.Random(int(os.environ.get("LAKEMERGE_FAULT_SEED", "1")))
     outcomes = [
-        crash_and_recover(spark, tmp_path / str(n), rng, ("copy_on_write", "log")[n % 2])
+        crash_and_recover(spark, tmp_path / str(n), rng, ("copy_on_write", "log")[n % 2], remote_args)
         for n in range(int(os.environ.get("LAKEMERGE_FAULT_ITERATIONS", "100")))
     ]
     killed = sum(1 for o in outcomes if "killed" in o)
@@ -151,7 +156,7 @@ print(len(seen), flush=True)
 
 
 @pytest.mark.processes
-def test_two_writers_and_a_reader(tmp_path: Path) -> None:
+def test_two_writers_and_a_reader(remote_args: list[str], tmp_path: Path) -> None:
     """Two ``lakemerge run --watch`` processes on one pipeline while files keep arriving; a reader
     checks that every version it sees shows whole batches only (every file updates every key, so a
     version mixing two files' values would be a partial batch)."""
@@ -167,7 +172,7 @@ def test_two_writers_and_a_reader(tmp_path: Path) -> None:
     )
     writers = [
         subprocess.Popen(
-            [*lakemerge_command(), "run", str(path), "--watch", "--interval", "0.5"],
+            [*lakemerge_command(), "run", str(path), "--watch", "--interval", "0.5", *remote_args],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
@@ -204,7 +209,7 @@ def test_two_writers_and_a_reader(tmp_path: Path) -> None:
 
 
 @pytest.mark.processes
-def test_two_schedulers_started_together_both_succeed(tmp_path: Path) -> None:
+def test_two_schedulers_started_together_both_succeed(remote_args: list[str], tmp_path: Path) -> None:
     """Two ``lakemerge run --json`` started at once on one pipeline (overlapping cron runs): each
     applies what it wins and re-plans what it loses; both exit 0 with their document, and every
     file is applied exactly once."""
@@ -215,7 +220,7 @@ def test_two_schedulers_started_together_both_succeed(tmp_path: Path) -> None:
     path = pipeline(tmp_path, max_files=1)
     writers = [
         subprocess.Popen(
-            [*lakemerge_command(), "run", str(path), "--json"],
+            [*lakemerge_command(), "run", str(path), "--json", *remote_args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
