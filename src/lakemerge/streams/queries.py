@@ -181,7 +181,29 @@ def _start(
         writer = writer.trigger(availableNow=True)
     else:
         writer = writer.trigger(processingTime=f"{int(flow.interval * 1000)} milliseconds")
-    return writer.start()
+    if here:
+        return writer.start()
+    try:
+        return writer.start()
+    except Exception as exc:  # (the server starts the Python worker of foreachBatch as the query starts)
+        raise _unstarted(flow.name, exc) from None
+
+
+def _unstarted(name: str, error: BaseException) -> LakemergeError:
+    """Why a Spark Connect server could not start a stream's query, in one line."""
+    if served.missing_lakemerge(error):
+        return _no_lakemerge(_query_name(name))
+    return ConfigError(
+        f"stream {_query_name(name)}: the Spark Connect server could not start the query, whose micro-batches its "
+        f"Python applies (foreachBatch): {served.worker_error(error) or first_line(error)}"
+    )
+
+
+def _no_lakemerge(query: str) -> ConfigError:
+    return ConfigError(
+        f"stream {query}: the Spark Connect server's Python cannot import lakemerge, which applies "
+        "each micro-batch there (foreachBatch): install lakemerge in the server's Python (PYSPARK_PYTHON)"
+    )
 
 
 def _wait(running: list[_Running], gate: _Gate, spark: SparkSession, report: Callable[[BatchResult], None]) -> None:
@@ -221,10 +243,7 @@ def _failure(run: _Running, error: BaseException) -> LakemergeError:
     if found is not None:
         return found
     if served.missing_lakemerge(error):
-        return ConfigError(
-            f"stream {run.query.name}: the Spark Connect server's Python cannot import lakemerge, which applies "
-            "each micro-batch there (foreachBatch): install lakemerge in the server's Python (PYSPARK_PYTHON)"
-        )
+        return _no_lakemerge(run.query.name)
     return LakemergeError(f"stream {run.query.name} failed: {served.worker_error(error) or first_line(error)}")
 
 
