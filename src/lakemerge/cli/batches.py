@@ -10,10 +10,10 @@ from typing import Annotated, Any
 import typer
 
 from lakemerge import api
+from lakemerge.api import Batches, GroupPoints
 from lakemerge.cli import output
 from lakemerge.cli.common import DryRunOpt, JsonOpt, MasterOpt, QuietOpt, RemoteOpt, TablesOpt, VerboseOpt, handled
 from lakemerge.cli.progress import spark_progress
-from lakemerge.documents import Batches, GroupPoints
 from lakemerge.errors import ConfigError
 
 

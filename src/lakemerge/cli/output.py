@@ -19,8 +19,8 @@ from typing import IO, Any
 
 from rich.console import Console
 
+from lakemerge.api import SparkConf
 from lakemerge.cli import render
-from lakemerge.documents import SparkConf
 from lakemerge.results import BatchResult, Result
 
 

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from lakemerge.documents import (
+from lakemerge.api import (
     Batches,
     Compactions,
     GroupPoints,

@@ -9,9 +9,9 @@ from typing import Annotated
 import typer
 
 from lakemerge import api
+from lakemerge.api import Compactions, History, Quarantine, Registrations, Vacuums
 from lakemerge.cli import output
 from lakemerge.cli.common import JsonOpt, MasterOpt, RemoteOpt, TablesOpt, VerboseOpt, handled
-from lakemerge.documents import Compactions, History, Quarantine, Registrations, Vacuums
 from lakemerge.errors import ConfigError
 
 TablePath = Annotated[str, typer.Argument(help="The Delta table's path.")]
