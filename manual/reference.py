@@ -128,7 +128,7 @@ def cli_page() -> str:
         "`2` configuration or usage error, `3` input error, `4` gave up on conflicts, `130` interrupted.",
         "",
         "```text",
-        f"lakemerge [--version] [--help] COMMAND [ARGS]...",
+        "lakemerge [--version] [--help] COMMAND [ARGS]...",
         "```",
         "",
     ]
