@@ -178,7 +178,7 @@ def conf(
     spark_version: Annotated[
         str | None,
         typer.Option(
-            "--spark-version", help="The cluster's Spark release, e.g. 4.1.4 (default: the installed PySpark's)."
+            "--spark-version", help="The cluster's Spark release, e.g. 4.1.1 (default: the installed PySpark's)."
         ),
     ] = None,
     master: MasterOpt = None,
