@@ -65,10 +65,13 @@ def keys() -> Iterator[Key]:
         for name, field in section.model.model_fields.items():
             if (section.model.__name__, name) in NOT_KEYS or _child(field.annotation) is not None:
                 continue
+            shown = _type(field.annotation, field.metadata)
+            if name in _one_or_many(section.model):
+                shown = shown.replace("list of strings", "string or list of strings")
             yield Key(
                 section=section.title,
                 name=field.alias or name,
-                type=_type(field.annotation, field.metadata),
+                type=shown,
                 default=_default(field),
                 description=_markdown(field.description or ""),
                 model=section.model.__name__,
@@ -188,6 +191,12 @@ def _walk(model: type[BaseModel], prefix: str, found: list[Section]) -> None:
         else:
             title = f"[{path}]"
         _walk(sub, title, found)
+
+
+def _one_or_many(model: type[BaseModel]) -> set[str]:
+    """The fields whose model takes one string for a list of one (its ``_one_or_many`` validator)."""
+    validators = model.__pydantic_decorators__.field_validators
+    return {f for name, v in validators.items() if name == "_one_or_many" for f in v.info.fields}
 
 
 def _bare(title: str) -> str:
