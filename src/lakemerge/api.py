@@ -16,19 +16,12 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lakemerge import documents as documents
 from lakemerge.config import PipelineConfig, TableConfig
 from lakemerge.config.base import absolute
 from lakemerge.config.pipeline_file import load_pipeline as load_pipeline
 from lakemerge.config.properties_file import load_properties as load_properties
 from lakemerge.config.records import RecordsConfig
-from lakemerge.documents import Batches as Batches
-from lakemerge.documents import Compactions as Compactions
-from lakemerge.documents import GroupPoints as GroupPoints
-from lakemerge.documents import History as History
-from lakemerge.documents import Quarantine as Quarantine
-from lakemerge.documents import Registrations as Registrations
-from lakemerge.documents import SparkConf as SparkConf
-from lakemerge.documents import Vacuums as Vacuums
 from lakemerge.errors import ConfigError
 from lakemerge.results import (
     BatchResult,
