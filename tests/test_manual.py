@@ -149,3 +149,13 @@ def _value(value: Any) -> str:
     if isinstance(value, dict):
         return "{ " + ", ".join(f"{_name(k)} = {_value(v)}" for k, v in value.items()) + " }"
     return str(value)
+
+
+def test_every_heavy_marker_has_a_readme_line_that_runs_it() -> None:
+    """Each marker the default run leaves out, and the Connect backend, has its command in the README."""
+    options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    left_out = re.findall(r"not (\w+)", options["addopts"])
+    readme = (ROOT / "README.md").read_text()
+    assert len(left_out) >= 9
+    assert [m for m in left_out if f"python -m pytest -m {m}" not in readme] == []
+    assert "python -m pytest --backend connect" in readme
