@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lakemerge import documents as documents
 from lakemerge.config import PipelineConfig, TableConfig
 from lakemerge.config.base import absolute
 from lakemerge.config.pipeline_file import load_pipeline as load_pipeline

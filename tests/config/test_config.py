@@ -262,11 +262,11 @@ def test_change_feed_settings_errors_name_the_key(tmp_path: Path, edit: tuple[st
     assert f"key '{key}'" in message and words in message, message
 
 
-def test_the_readme_change_feed_examples_validate(tmp_path: Path) -> None:
+def test_the_manual_s_change_feed_examples_validate(tmp_path: Path) -> None:
     import re
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    blocks = re.findall(r"```toml\n(.*?)```", readme, flags=re.S)
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "howto" / "debezium-dms.md").read_text()
+    blocks = re.findall(r"```toml\n(.*?)```", guide, flags=re.S)
     debezium = next(b for b in blocks if "[tables.accounts.feed.debezium]" in b)
     dms = next(b for b in blocks if "[tables.customers.feed.dms]" in b)
     text = "\n".join(line.removeprefix("  ") for line in (debezium + dms).splitlines())

@@ -494,11 +494,11 @@ def test_scd2_crash_after_the_tombstones_then_rerun_equals_the_oracle(
     }
 
 
-def test_the_readme_history_example_validates(tmp_path: Path) -> None:
+def test_the_manual_s_history_example_validates(tmp_path: Path) -> None:
     import re
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    example = next(b for b in re.findall(r"```toml\n(.*?)```", readme, flags=re.S) if "scd2" in b)
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "howto" / "history.md").read_text()
+    example = next(b for b in re.findall(r"```toml\n(.*?)```", guide, flags=re.S) if "scd2" in b)
     (tmp_path / "p.toml").write_text(example)
     table = lakemerge.load_pipeline(tmp_path / "p.toml").table("customers")
     assert table.scd2 and table.feeds[0].snapshot and not table.feeds[1].snapshot

@@ -8,13 +8,35 @@ from __future__ import annotations
 
 import sys
 import warnings
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from lakemerge.cli import batches, tables
 
+
+def _flags_untyped(params: list[Any]) -> list[Any]:
+    """A flag takes no value: its help line shows no type (Typer would print ``<bool>``). The
+    parameters are Click's, which recent Typer releases carry inside Typer itself."""
+    for param in params:
+        if getattr(param, "is_flag", False):
+            param.metavar = ""
+    return params
+
+
+class _Command(TyperCommand):
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _flags_untyped(super().get_params(ctx))
+
+
+class _Group(TyperGroup):
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _flags_untyped(super().get_params(ctx))
+
+
 app = typer.Typer(
+    cls=_Group,
     name="lakemerge",
     help="Apply batches of change records (inserts, updates, deletes) to Delta Lake tables, "
     "one atomic commit per batch.",
@@ -40,7 +62,7 @@ for command in (
     tables.show,
     batches.demo,
 ):
-    app.command()(command)
+    app.command(cls=_Command)(command)
 
 
 def _version(shown: bool) -> None:

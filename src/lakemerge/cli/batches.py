@@ -10,10 +10,10 @@ from typing import Annotated, Any
 import typer
 
 from lakemerge import api
+from lakemerge.api import documents
 from lakemerge.cli import output
 from lakemerge.cli.common import DryRunOpt, JsonOpt, MasterOpt, QuietOpt, RemoteOpt, TablesOpt, VerboseOpt, handled
 from lakemerge.cli.progress import spark_progress
-from lakemerge.documents import Batches, GroupPoints
 from lakemerge.errors import ConfigError
 
 
@@ -92,7 +92,7 @@ def apply(
         spark = api.spark_session(pipeline.spark, master=master, remote=remote, verbose=verbose)
         with spark_progress(spark, shown.err, enabled=not (quiet or json_out), label="applying"):
             results = api.apply(pipeline, tables=table, dry_run=dry_run, spark=spark, on_result=shown.item)
-    shown.result(Batches(tuple(results)))
+    shown.result(documents.Batches(tuple(results)))
 
 
 def _parse_types(items: list[str]) -> dict[str, str]:
@@ -142,7 +142,7 @@ def run(
                 on_result=shown.item,
                 spark=spark,
             )
-    shown.result(Batches(tuple(results)))
+    shown.result(documents.Batches(tuple(results)))
 
 
 def _stop_on_signals(shown: output.Output) -> threading.Event:
@@ -186,7 +186,7 @@ def stream(
         results = api.stream(
             config, tables=table, available_now=available_now, stop=stop, on_result=shown.item, spark=spark
         )
-    shown.result(Batches(tuple(results)))
+    shown.result(documents.Batches(tuple(results)))
 
 
 @handled
@@ -222,7 +222,7 @@ def snapshot(
     """Show each group's consistent point: the version of every table of its last complete run."""
     config = api.load_pipeline(pipeline)
     spark = api.spark_session(config.spark, master=master, remote=remote, verbose=verbose)
-    output.pick(json_out).result(GroupPoints(api.snapshots(config, groups=group, spark=spark)))
+    output.pick(json_out).result(documents.GroupPoints(api.snapshots(config, groups=group, spark=spark)))
 
 
 @handled

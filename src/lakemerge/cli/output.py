@@ -19,8 +19,8 @@ from typing import IO, Any
 
 from rich.console import Console
 
+from lakemerge.api import documents
 from lakemerge.cli import render
-from lakemerge.documents import SparkConf
 from lakemerge.results import BatchResult, Result
 
 
@@ -100,7 +100,7 @@ def emit_json(document: Any, file: IO[str] | None = None) -> None:
     print(json.dumps(document, indent=2, default=str), file=file)
 
 
-def spark_defaults(result: SparkConf) -> None:
+def spark_defaults(result: documents.SparkConf) -> None:
     """``spark-defaults.conf`` lines (``conf --defaults``)."""
     print(f"spark.master {result.master}")
     for key, value in result.conf.items():

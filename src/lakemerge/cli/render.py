@@ -13,16 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from lakemerge.documents import (
-    Batches,
-    Compactions,
-    GroupPoints,
-    History,
-    Quarantine,
-    Registrations,
-    SparkConf,
-    Vacuums,
-)
+from lakemerge.api import documents
 from lakemerge.results import (
     BatchResult,
     ChangedRecord,
@@ -111,7 +102,7 @@ def _ignored(out: Console, r: BatchResult, shown: int = 5) -> None:
         out.print(f"    ... and {count - shown} more (--json lists them all)")
 
 
-def _batches(out: Console, result: Batches) -> None:
+def _batches(out: Console, result: documents.Batches) -> None:
     """Batches are shown as they commit (:meth:`Output.item`): here only when there was none."""
     if not result.batches:
         out.print("nothing to apply")
@@ -166,7 +157,7 @@ def _commits(out: Console, commits: Sequence[CommitInfo]) -> None:
             out.print(f"version {c.version}: {names} skipped by {c.skipped_by}: {c.skip_reason}", soft_wrap=True)
 
 
-def _history(out: Console, result: History) -> None:
+def _history(out: Console, result: documents.History) -> None:
     _commits(out, result.commits)
 
 
@@ -195,7 +186,7 @@ def _summary(out: Console, s: TableSummary) -> None:
         out.print(sample)
 
 
-def _quarantine(out: Console, result: Quarantine) -> None:
+def _quarantine(out: Console, result: documents.Quarantine) -> None:
     """Quarantined records, one per line."""
     if not result.rows:
         out.print("no quarantined record")
@@ -229,7 +220,7 @@ def _skip(out: Console, result: SkipResult) -> None:
     )
 
 
-def _points(out: Console, result: GroupPoints) -> None:
+def _points(out: Console, result: documents.GroupPoints) -> None:
     for name, point in result.groups.items():
         if point is None:
             out.print(line(_bold(name), ": no complete group run yet"))
@@ -238,7 +229,7 @@ def _points(out: Console, result: GroupPoints) -> None:
             out.print(line(_bold(name), f" point {point.point}: {versions}"))
 
 
-def _vacuums(out: Console, result: Vacuums) -> None:
+def _vacuums(out: Console, result: documents.Vacuums) -> None:
     for r in result.tables:
         out.print(
             line(
@@ -249,7 +240,7 @@ def _vacuums(out: Console, result: Vacuums) -> None:
         )
 
 
-def _registrations(out: Console, result: Registrations) -> None:
+def _registrations(out: Console, result: documents.Registrations) -> None:
     if not result.tables:
         out.print("no table exists yet: nothing registered (apply a batch first)")
     for r in result.tables:
@@ -258,7 +249,7 @@ def _registrations(out: Console, result: Registrations) -> None:
         out.print(line(_bold(r.table), f": {state} as {r.name} → {r.location}{views}"))
 
 
-def _compactions(out: Console, result: Compactions) -> None:
+def _compactions(out: Console, result: documents.Compactions) -> None:
     for r in result.tables:
         folded = f"{r.log_batches_folded} log batches ({r.log_rows_folded} rows) folded, " if r.log_rows_folded else ""
         if r.tombstones_moved:
@@ -276,7 +267,7 @@ def _report(out: Console, result: ReportResult) -> None:
     out.print(f"wrote {result.out}: {result.batches} batch(es) in {result.commits} commit(s)")
 
 
-def _spark_conf(out: Console, result: SparkConf) -> None:
+def _spark_conf(out: Console, result: documents.SparkConf) -> None:
     """``spark-submit`` options (what ``conf`` prints without ``--defaults``), quoted for a shell:
     plain lines on the console's file, which no console rewraps."""
     import shlex
@@ -302,18 +293,18 @@ def _demo(out: Console, result: DemoResult) -> None:
 
 #: The text of every result type the command line shows.
 RENDERERS: dict[type, Callable[[Console, Any], None]] = {
-    Batches: _batches,
+    documents.Batches: _batches,
     BatchResult: _batch,
-    History: _history,
+    documents.History: _history,
     TableSummary: _summary,
-    Quarantine: _quarantine,
+    documents.Quarantine: _quarantine,
     RollbackResult: _rollback,
     SkipResult: _skip,
-    GroupPoints: _points,
-    Vacuums: _vacuums,
-    Registrations: _registrations,
-    Compactions: _compactions,
+    documents.GroupPoints: _points,
+    documents.Vacuums: _vacuums,
+    documents.Registrations: _registrations,
+    documents.Compactions: _compactions,
     ReportResult: _report,
-    SparkConf: _spark_conf,
+    documents.SparkConf: _spark_conf,
     DemoResult: _demo,
 }

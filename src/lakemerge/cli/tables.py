@@ -9,9 +9,9 @@ from typing import Annotated
 import typer
 
 from lakemerge import api
+from lakemerge.api import documents
 from lakemerge.cli import output
 from lakemerge.cli.common import JsonOpt, MasterOpt, RemoteOpt, TablesOpt, VerboseOpt, handled
-from lakemerge.documents import Compactions, History, Quarantine, Registrations, Vacuums
 from lakemerge.errors import ConfigError
 
 TablePath = Annotated[str, typer.Argument(help="The Delta table's path.")]
@@ -30,7 +30,7 @@ def history(
     """Show a table's commits with each batch's metrics and applied files."""
     spark = api.spark_session(master=master, remote=remote, verbose=verbose)
     commits = api.history(table, limit=limit, spark=spark)
-    output.pick(json_out).result(History(table=table, commits=tuple(commits)))
+    output.pick(json_out).result(documents.History(table=table, commits=tuple(commits)))
 
 
 @handled
@@ -82,7 +82,7 @@ def quarantine(
         spark = api.spark_session(master=master, remote=remote, verbose=verbose)
         rows = api.quarantine(target, limit=limit, spark=spark)
         path, where = target, api.quarantine_of(target)
-    output.pick(json_out).result(Quarantine(table=path, quarantine=where, rows=tuple(rows)))
+    output.pick(json_out).result(documents.Quarantine(table=path, quarantine=where, rows=tuple(rows)))
 
 
 @handled
@@ -136,7 +136,7 @@ def vacuum(
     config = api.load_pipeline(pipeline)
     spark = api.spark_session(config.spark, master=master, remote=remote, verbose=verbose)
     results = [api.vacuum(t, retain_hours=retain_hours, spark=spark) for t in config.tables_named(table)]
-    output.pick(json_out).result(Vacuums(tuple(results)))
+    output.pick(json_out).result(documents.Vacuums(tuple(results)))
 
 
 @handled
@@ -151,7 +151,7 @@ def compact(
     """Fold log tables' change logs into the tables, bin-pack and cluster by key, purge deletion vectors."""
     config = api.load_pipeline(pipeline)
     spark = api.spark_session(config.spark, master=master, remote=remote, verbose=verbose)
-    output.pick(json_out).result(Compactions(tuple(api.compact(config, tables=table, spark=spark))))
+    output.pick(json_out).result(documents.Compactions(tuple(api.compact(config, tables=table, spark=spark))))
 
 
 @handled
@@ -166,7 +166,7 @@ def register(
     """Register the pipeline's tables, and their views, by name in the Spark catalog (Hive metastore)."""
     config = api.load_pipeline(pipeline)
     spark = api.spark_session(config.spark, master=master, remote=remote, verbose=verbose)
-    output.pick(json_out).result(Registrations(tuple(api.register(config, tables=table, spark=spark))))
+    output.pick(json_out).result(documents.Registrations(tuple(api.register(config, tables=table, spark=spark))))
 
 
 @handled
@@ -178,7 +178,7 @@ def conf(
     spark_version: Annotated[
         str | None,
         typer.Option(
-            "--spark-version", help="The cluster's Spark release, e.g. 4.1.4 (default: the installed PySpark's)."
+            "--spark-version", help="The cluster's Spark release, e.g. 4.1.1 (default: the installed PySpark's)."
         ),
     ] = None,
     master: MasterOpt = None,

@@ -164,6 +164,8 @@ class FeedConfig(Model):
             applied is an error.
         snapshot_scope: ``table``: the snapshot covers the whole table; ``partitions``: it covers
             only the table partitions its rows fall in (one snapshot per partition, as Gobblin's compaction takes them).
+        snapshot_column: with ``snapshot_order = "column"``, the column whose greatest value in a
+            file orders that file's snapshot.
     """
 
     location: tuple[str, ...]

@@ -42,7 +42,15 @@ class GroupConfig(Model):
 
 
 class PipelineConfig(Model):
-    """A whole pipeline file: Spark settings, the tables, and groups of tables applied together."""
+    """A whole pipeline file: Spark settings, the tables, and groups of tables applied together.
+
+    Attributes:
+        spark: how lakemerge starts (or joins) Spark, laid over the user's settings file.
+        tables: the Delta tables the pipeline maintains, by name (letters, digits and ``_``).
+        groups: tables applied together, by name: each group run commits one batch to each of
+            its tables, then records the group's point.
+        source: the pipeline file the configuration was read from (set by the loader).
+    """
 
     spark: SparkSettings = Field(default_factory=SparkSettings)
     tables: dict[str, TableConfig] = Field(default_factory=dict, validate_default=True)

@@ -140,77 +140,11 @@ def table_from_properties(
     types: dict[str, str] | None = None,
 ) -> TableConfig:
     """Map chombo's keys onto a TableConfig (see the module docstring)."""
-
-    def get(key: str) -> tuple[str, str] | None:
-        for full in (f"rsbm.{key}", key):
-            if full in props and props[full] != "":
-                return full, props[full]
-        return None
-
-    def ordinal(key: str, text: str) -> int:
-        try:
-            value = int(text.strip())
-        except ValueError:
-            raise ConfigError(f"must be a field ordinal (0, 1, 2, ...), got {text!r}", key=key, source=source) from None
-        if value < 0:
-            raise ConfigError(f"must be 0 or more, got {value}", key=key, source=source)
-        return value
-
-    names = list(columns)
-    if not names and (named := get("lakemerge.columns")):
-        names = [c.strip() for c in named[1].split(",")]
-
-    def column(key: str, index: int) -> str:
-        if not names:
-            return f"c{index}"
-        if index >= len(names):
-            raise ConfigError(
-                f"ordinal {index} is beyond the {len(names)} named columns ({', '.join(names)})",
-                key=key,
-                source=source,
-            )
-        return names[index]
-
-    ids = get("id.field.ordinals")
-    if ids is None:
-        raise ConfigError(
-            "required key is missing (the key field ordinals, e.g. 0 or 0,2)", key="id.field.ordinals", source=source
-        )
-    id_key, id_text = ids
-    key_cols = [column(id_key, ordinal(id_key, part)) for part in id_text.split(",") if part.strip()]
-    if not key_cols:
-        raise ConfigError("lists no ordinal", key=id_key, source=source)
-
+    keys = _Properties(props, source, columns)
+    key_cols = keys.key_columns()
     col_types = dict(types or {})
-    sequence: list[str] = []
-    file_order = "name_number"
-    if temporal := get("temporal.ordering.field.ordinal"):
-        seq_col = column(temporal[0], ordinal(*temporal))
-        sequence = [seq_col]
-        file_order = "name"
-        numeric = get("temporal.ordering.field.numeric")
-        flag = numeric[1].strip().lower() if numeric else "true"
-        if flag not in ("true", "false"):
-            raise ConfigError(
-                f"must be true or false, got {flag!r}", key=numeric[0] if numeric else None, source=source
-            )
-        if flag == "true":
-            col_types.setdefault(seq_col, "bigint")
-
-    op_column = None
-    if op := get("op.code.field.ordinal"):
-        op_column = column(op[0], ordinal(*op))
-    delete_code = (get("deleted.op.code") or ("", "D"))[1].strip()
-    prefix_entry = get("deleted.record.file.prefix")
-    prefix = prefix_entry[1].strip() if prefix_entry else None
-    if op_column is None and not prefix:
-        raise ConfigError(
-            "deletes need either op.code.field.ordinal or deleted.record.file.prefix; set one of them",
-            key="op.code.field.ordinal",
-            source=source,
-        )
-    delim = (get("field.delim.regex") or ("", ","))[1]
-
+    sequence, file_order = keys.ordering(col_types)
+    op_column, delete_code, prefix = keys.deletes()
     # Other keys are ignored on purpose: chombo's files carry settings of other jobs too.
     data = {
         "name": name,
@@ -220,8 +154,8 @@ def table_from_properties(
         "feed": {
             "location": list(inputs),
             "format": "text",
-            "delimiter_regex": delim,
-            "columns": names,
+            "delimiter_regex": (keys.get("field.delim.regex") or ("", ","))[1],
+            "columns": keys.names,
             "types": col_types,
             "op_column": op_column,
             "delete_codes": [delete_code],
@@ -230,3 +164,93 @@ def table_from_properties(
         },
     }
     return validate(TableConfig, data, source=source)
+
+
+class _Properties:
+    """chombo's keys of one file, read with or without the ``rsbm.`` prefix; ``names``: the fields'
+    names by ordinal (``--columns``, else ``lakemerge.columns``; none: ``c0``, ``c1``, ...)."""
+
+    def __init__(self, props: dict[str, str], source: str | None, columns: Sequence[str]) -> None:
+        self.props, self.source = props, source
+        self.names = list(columns)
+        if not self.names and (named := self.get("lakemerge.columns")):
+            self.names = [c.strip() for c in named[1].split(",")]
+
+    def get(self, key: str) -> tuple[str, str] | None:
+        """The key as the file spells it, and its value; ``None`` when absent or empty."""
+        for full in (f"rsbm.{key}", key):
+            if full in self.props and self.props[full] != "":
+                return full, self.props[full]
+        return None
+
+    def ordinal(self, key: str, text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise ConfigError(
+                f"must be a field ordinal (0, 1, 2, ...), got {text!r}", key=key, source=self.source
+            ) from None
+        if value < 0:
+            raise ConfigError(f"must be 0 or more, got {value}", key=key, source=self.source)
+        return value
+
+    def column(self, key: str, text: str) -> str:
+        """The name of the field at the ordinal ``text`` that ``key`` gives."""
+        index = self.ordinal(key, text)
+        if not self.names:
+            return f"c{index}"
+        if index >= len(self.names):
+            raise ConfigError(
+                f"ordinal {index} is beyond the {len(self.names)} named columns ({', '.join(self.names)})",
+                key=key,
+                source=self.source,
+            )
+        return self.names[index]
+
+    def key_columns(self) -> list[str]:
+        """The key: ``id.field.ordinals``, a comma list for a composite key."""
+        ids = self.get("id.field.ordinals")
+        if ids is None:
+            raise ConfigError(
+                "required key is missing (the key field ordinals, e.g. 0 or 0,2)",
+                key="id.field.ordinals",
+                source=self.source,
+            )
+        id_key, id_text = ids
+        key_cols = [self.column(id_key, part) for part in id_text.split(",") if part.strip()]
+        if not key_cols:
+            raise ConfigError("lists no ordinal", key=id_key, source=self.source)
+        return key_cols
+
+    def ordering(self, types: dict[str, str]) -> tuple[list[str], str]:
+        """The sequence columns and the file order: the ordering field, typed ``bigint`` in
+        ``types`` when numeric; without one, the number in each file's name."""
+        temporal = self.get("temporal.ordering.field.ordinal")
+        if not temporal:
+            return [], "name_number"
+        seq_col = self.column(*temporal)
+        numeric = self.get("temporal.ordering.field.numeric")
+        flag = numeric[1].strip().lower() if numeric else "true"
+        if flag not in ("true", "false"):
+            raise ConfigError(
+                f"must be true or false, got {flag!r}", key=numeric[0] if numeric else None, source=self.source
+            )
+        if flag == "true":
+            types.setdefault(seq_col, "bigint")
+        return [seq_col], "name"
+
+    def deletes(self) -> tuple[str | None, str, str | None]:
+        """How deletes are told: the op-code column, the delete code, the delete-file prefix (one
+        of the column and the prefix at least)."""
+        op = self.get("op.code.field.ordinal")
+        op_column = self.column(*op) if op else None
+        delete_code = (self.get("deleted.op.code") or ("", "D"))[1].strip()
+        prefix_entry = self.get("deleted.record.file.prefix")
+        prefix = prefix_entry[1].strip() if prefix_entry else None
+        if op_column is None and not prefix:
+            raise ConfigError(
+                "deletes need either op.code.field.ordinal or deleted.record.file.prefix; set one of them",
+                key="op.code.field.ordinal",
+                source=self.source,
+            )
+        return op_column, delete_code, prefix

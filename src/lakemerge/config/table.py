@@ -55,6 +55,12 @@ class TableConfig(Model):
             each with its own format settings. Files arriving together are applied in one batch,
             ordered feed by feed (``feed`` first), then by each feed's file order. In TOML, list
             them all as ``[[tables.NAME.feeds]]`` instead of one ``[tables.NAME.feed]``.
+        records: how change records given as DataFrames (``lakemerge.apply_changes``,
+            transactions) say what they do: the op column and codes, the types, the format
+            (``rows``, ``json``, ``debezium``); without it, the first feed's settings, else every
+            record is an upsert.
+        stream: the table's change stream, run by ``lakemerge stream``: a Kafka topic of change
+            events, or the feed's landing zone as a stream of files.
         ignore_null_updates: partial updates (docs/semantics.md §3 Partial updates): a null in an upsert means
             "unchanged". ``true`` for every column but key and sequence, or a list of columns.
         widen_date_to_timestamp: accept a DATE feed column into a TIMESTAMP table column.

@@ -105,24 +105,73 @@ def classify(
     """
     from pyspark.sql import functions as F
 
-    op = F.col(C.OP)
     incoming = F.struct(*[col(c) for c in sequence])
-    forgotten = F.lit(False)
     keys = (changes if keys is None else keys).select(*[col(k) for k in key]) if broadcast or reduce else None
+    changes, forgotten = _forgotten(changes, incoming, tombstones, truncated_before, key, sequence, keys, broadcast)
+    if table is None:
+        return changes.withColumn(C.OUTCOME, _outcome_without_table(forgotten)).drop("_lm_t_tomb")
+    stored = _stored(table, key, sequence, partition_by, compare, table_deletes=table_deletes, row_index=row_index)
+    if keys is not None and not table_of_keys:
+        stored = _of_keys(stored, keys, key, broadcast=broadcast)
+    joined = _join_on_key(changes, stored, key, "_lm_t")
+    if table_tombstones:
+        forgotten = forgotten | F.coalesce(~F.col("_lm_t_found") & (incoming < F.col("_lm_t_seq")), F.lit(False))
+    outcome = _outcome(incoming, forgotten, truncate_before, compare)
+    return joined.withColumn(C.OUTCOME, outcome).drop("_lm_t_seq", "_lm_t_found", "_lm_t_hash", "_lm_t_tomb")
+
+
+def _forgotten(
+    changes: DataFrame,
+    incoming: Column,
+    tombstones: DataFrame | None,
+    truncated_before: Column | None,
+    key: Sequence[str],
+    sequence: Sequence[str],
+    keys: DataFrame | None,
+    broadcast: bool,
+) -> tuple[DataFrame, Column]:
+    """The changes with their key's newest tombstone (``_lm_t_tomb``) joined, and whether each is
+    older than that tombstone or than an earlier batch's truncate: a change the table forgot."""
+    from pyspark.sql import functions as F
+
+    forgotten = F.lit(False)
     if tombstones is not None:
         newest = _newest(tombstones, key, sequence, keys, broadcast=broadcast)
         changes = _join_on_key(changes, newest.withColumnRenamed(SEQ, "_lm_t_tomb"), key, "_lm_tb")
         forgotten = F.coalesce(incoming < F.col("_lm_t_tomb"), F.lit(False))
     if truncated_before is not None:
         forgotten = forgotten | (incoming < truncated_before)
-    if table is None:
-        outcome: Column = (
-            F.when(forgotten, F.lit(Outcome.LATE.value))
-            .when(op == "D", F.lit(Outcome.ABSENT.value))
-            .otherwise(F.lit(Outcome.INSERT.value))
-        )
-        return changes.withColumn(C.OUTCOME, outcome).drop("_lm_t_tomb")
-    stored = table.select(
+    return changes, forgotten
+
+
+def _outcome_without_table(forgotten: Column) -> Column:
+    """A change's outcome when there is no table yet: late when forgotten, else a delete of an
+    absent key or an insert."""
+    from pyspark.sql import functions as F
+
+    return (
+        F.when(forgotten, F.lit(Outcome.LATE.value))
+        .when(F.col(C.OP) == "D", F.lit(Outcome.ABSENT.value))
+        .otherwise(F.lit(Outcome.INSERT.value))
+    )
+
+
+def _stored(
+    table: DataFrame,
+    key: Sequence[str],
+    sequence: Sequence[str],
+    partition_by: Sequence[str],
+    compare: Sequence[str],
+    *,
+    table_deletes: bool,
+    row_index: bool,
+) -> DataFrame:
+    """What the classification reads of each stored row: its key, its sequence (``_lm_t_seq``),
+    whether it is a live row (``_lm_t_found``), its file, row index and partition, and the hash of
+    the compared values (``_lm_t_hash``)."""
+    from pyspark.sql import functions as F
+
+    return table.select(
         *[col(k) for k in key],
         F.struct(*[col(c) for c in sequence]).alias("_lm_t_seq"),
         (F.col(C.OP) == "U" if table_deletes else F.lit(True)).alias("_lm_t_found"),
@@ -133,18 +182,22 @@ def classify(
         else F.lit(None).cast("string").alias(C.STORED_PARTITION),
         *([values_hash(compare).alias("_lm_t_hash")] if compare else []),
     )
-    if keys is not None and not table_of_keys:
-        stored = _of_keys(stored, keys, key, broadcast=broadcast)
-    joined = _join_on_key(changes, stored, key, "_lm_t")
+
+
+def _outcome(incoming: Column, forgotten: Column, truncate_before: Column | None, compare: Sequence[str]) -> Column:
+    """A change's outcome against the stored row joined to it: a stored row older than the batch's
+    truncate counts as absent; an exact tie goes to the change; a snapshot row equal to the stored
+    one is unchanged."""
+    from pyspark.sql import functions as F
+
+    op = F.col(C.OP)
     found = F.coalesce(F.col("_lm_t_found"), F.lit(False))
-    if table_tombstones:
-        forgotten = forgotten | F.coalesce(~F.col("_lm_t_found") & (incoming < F.col("_lm_t_seq")), F.lit(False))
     if truncate_before is not None:
         found = found & (F.col("_lm_t_seq") >= truncate_before)
     same = F.lit(False)
     if compare:
         same = F.coalesce(F.col(C.SNAPSHOT), F.lit(False)) & (values_hash(compare) == F.col("_lm_t_hash"))
-    outcome = (
+    return (
         F.when(~found & forgotten, F.lit(Outcome.LATE.value))
         .when(~found & (op == "D"), F.lit(Outcome.ABSENT.value))
         .when(~found, F.lit(Outcome.INSERT.value))
@@ -153,7 +206,6 @@ def classify(
         .when(same, F.lit(Outcome.UNCHANGED.value))
         .otherwise(F.lit(Outcome.UPDATE.value))
     )
-    return joined.withColumn(C.OUTCOME, outcome).drop("_lm_t_seq", "_lm_t_found", "_lm_t_hash", "_lm_t_tomb")
 
 
 def values_hash(columns: Sequence[str]) -> Column:
