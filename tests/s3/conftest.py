@@ -32,6 +32,7 @@ class S3:
     """The running server: its endpoint, and what each client needs to reach it."""
 
     endpoint: str
+    log: Path | None = None
 
     @property
     def settings(self) -> dict[str, str]:
@@ -95,9 +96,10 @@ def start_moto(log: Path) -> tuple[subprocess.Popen[bytes], str]:
 @pytest.fixture(scope="session")
 def s3(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3]:
     """moto's S3 server for the run, with the bucket ``lake``; the suite's session reaches it."""
-    server, endpoint = start_moto(tmp_path_factory.mktemp("moto") / "moto.log")
+    log = tmp_path_factory.mktemp("moto") / "moto.log"
+    server, endpoint = start_moto(log)
     try:
-        found = S3(endpoint)
+        found = S3(endpoint, log)
         found.client().create_bucket(Bucket=BUCKET)
         hadoop = spark.sparkContext._jsc.hadoopConfiguration()
         for key, value in found.settings.items():
