@@ -37,6 +37,7 @@ from lakemerge.results import (
     TableSummary,
     VacuumResult,
 )
+from lakemerge.sessions import single_driver_tables as single_driver_tables
 from lakemerge.sessions import spark_conf as spark_conf
 from lakemerge.sessions import spark_session as spark_session
 from lakemerge.sessions import storage_paths as storage_paths

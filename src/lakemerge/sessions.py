@@ -109,3 +109,18 @@ def stream_settings(pipeline: Pipeline) -> SparkSettings:
     from lakemerge.streams.sources import with_kafka
 
     return with_kafka(pipeline if isinstance(pipeline, PipelineConfig) else load_pipeline(pipeline))
+
+
+def single_driver_tables(config: PipelineConfig, spark: SparkSession) -> list[str]:
+    """The paths of the pipeline's tables on ``s3a:`` whose commits ``spark`` makes through Delta's
+    default S3 log store: safe while one driver writes each (``[spark] s3_commits`` says more)."""
+    from lakemerge.spark.logstore import CLASS
+    from lakemerge.spark.packages import reaches_s3a
+
+    try:
+        chosen = str(spark.conf.get("spark.delta.logStore.s3a.impl", "") or "")
+    except Exception:  # (a session that does not say: Delta's default)
+        chosen = ""
+    if chosen == CLASS:
+        return []
+    return [t.path for t in config.tables.values() if reaches_s3a([t.path])]

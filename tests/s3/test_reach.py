@@ -4,6 +4,7 @@ session has no S3 filesystem), before anything is read or committed."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -80,6 +81,13 @@ def test_conf_prints_the_s3_jars_for_spark_submit(s3: S3, lake: str, tmp_path: P
     assert "org.apache.hadoop:hadoop-aws:" in result.output
     assert "software.amazon.awssdk:s3-transfer-manager:" in result.output
     assert "spark.jars.excludes=software.amazon.awssdk:bundle" in result.output
+    assert "spark.delta.logStore" not in result.output
+    pipeline.write_text('[spark]\ns3_commits = "conditional"\n' + pipeline.read_text())
+    conditional = CliRunner().invoke(app, ["conf", str(pipeline), "--json"])
+    assert conditional.exit_code == 0, conditional.output
+    conf = json.loads(conditional.stdout)["conf"]
+    assert conf["spark.delta.logStore.s3a.impl"] == "lakemerge.storage.ConditionalPutLogStore"
+    assert Path(conf["spark.jars"].split(",")[0]).is_file()
 
 
 @pytest.fixture
@@ -119,7 +127,9 @@ def test_a_missing_bucket_is_one_line(spark: Any, s3: S3, tmp_path: Path) -> Non
     result = CliRunner().invoke(app, ["run", str(pipeline)])
     assert result.exit_code == 3, result.output
     line = one_line(result.output)
-    assert line.startswith("error: s3a://no-such-bucket/in: cannot reach the store") and "no-such-bucket" in line[40:], line
+    assert (
+        line.startswith("error: s3a://no-such-bucket/in: cannot reach the store") and "no-such-bucket" in line[40:]
+    ), line
     assert not (tmp_path / "t").exists()
 
 
@@ -143,3 +153,17 @@ def test_an_unreachable_endpoint_is_one_line(spark: Any, s3: S3) -> None:
 
 def test_the_shared_bucket_is_reachable(s3: S3) -> None:
     assert s3.client().head_bucket(Bucket=BUCKET)["ResponseMetadata"]["HTTPStatusCode"] == 200
+
+
+def test_run_says_once_that_the_default_store_is_for_one_driver(spark: Any, s3: S3, lake: str, tmp_path: Path) -> None:
+    pipeline = tmp_path / "p.toml"
+    pipeline.write_text(
+        f'[tables.t]\npath = "{lake}/t"\nkey = "k"\n[tables.t.feed]\nlocation = "{lake}/in"\nformat = "csv"\n'
+        f'[tables.u]\npath = "{tmp_path}/u"\nkey = "k"\n[tables.u.feed]\nlocation = "{tmp_path}/in"\nformat = "csv"\n'
+    )
+    (tmp_path / "in").mkdir()
+    result = CliRunner().invoke(app, ["run", str(pipeline)])
+    assert result.exit_code == 0, result.output
+    assert result.output.count("safe for one driver writing a table only") == 1
+    assert f"{lake}/t" in result.output and f"{tmp_path}/u:" not in result.output
+    assert 's3_commits = "conditional"' in result.output

@@ -131,6 +131,12 @@ def run(
     spark = api.spark_session(
         config.spark, paths=api.storage_paths(config), master=master, remote=remote, verbose=verbose
     )
+    single = api.single_driver_tables(config, spark)
+    if single:
+        shown.note(
+            f"note: {', '.join(single)}: Delta's default S3 log store is safe for one driver writing a table only; "
+            'for writers in several drivers set [spark] s3_commits = "conditional"'
+        )
     if dry_run:
         results = api.apply(config, tables=table, dry_run=True, spark=spark, on_result=shown.item)
     else:
