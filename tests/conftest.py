@@ -101,23 +101,25 @@ def remote_args(connect_url: str | None) -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def spark(connect_url: str | None) -> Iterator[object]:
+def spark(connect_url: str | None, request: pytest.FixtureRequest) -> Iterator[object]:
     if connect_url is not None:
         session = lakemerge.get_spark(lakemerge.SparkSettings(remote=connect_url))
         yield session
         session.stop()
         return
+    from lakemerge.spark.packages import with_storage
     from lakemerge.spark.versions import installed_pairing
 
+    settings = lakemerge.SparkSettings(
+        master="local[2]",
+        app_name="lakemerge-tests",
+        packages=(installed_pairing().kafka,),  # (the streaming tests read Kafka)
+        conf=SUITE_CONF,
+    )
+    if any(item.get_closest_marker("s3") is not None for item in request.session.items):
+        settings = with_storage(settings, ["s3a://tests"])  # (S3A's jars, as lakemerge adds them)
     with _one_start_at_a_time():
-        session = lakemerge.get_spark(
-            lakemerge.SparkSettings(
-                master="local[2]",
-                app_name="lakemerge-tests",
-                packages=(installed_pairing().kafka,),  # (the streaming tests read Kafka)
-                conf=SUITE_CONF,
-            )
-        )
+        session = lakemerge.get_spark(settings)
     yield session
     session.stop()
 

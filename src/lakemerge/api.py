@@ -38,8 +38,10 @@ from lakemerge.results import (
     TableSummary,
     VacuumResult,
 )
+from lakemerge.sessions import single_driver_tables as single_driver_tables
 from lakemerge.sessions import spark_conf as spark_conf
 from lakemerge.sessions import spark_session as spark_session
+from lakemerge.sessions import storage_paths as storage_paths
 from lakemerge.sessions import stream_settings as stream_settings
 from lakemerge.sessions import with_session as _session
 
@@ -70,7 +72,7 @@ def apply(
     from lakemerge.batch.attempts import apply_table as apply_one
 
     config = _pipeline(pipeline)
-    session = _session(spark, config.spark)
+    session = _session(spark, config.spark, storage_paths(config))
     results = []
     for table in config.tables_named(tables):
         results.append(apply_one(table, spark=session, dry_run=dry_run))
@@ -85,7 +87,8 @@ def apply_table(
     """Apply the next batch of one table's feed (or of ``inputs``) in one commit (or plan it only)."""
     from lakemerge.batch.attempts import apply_table as apply_one
 
-    return apply_one(table, spark=_session(spark), inputs=inputs, dry_run=dry_run)
+    paths = [table.path, *(inputs or [where for feed in table.feeds for where in feed.location])]
+    return apply_one(table, spark=_session(spark, paths=paths), inputs=inputs, dry_run=dry_run)
 
 
 def apply_changes(
@@ -145,7 +148,7 @@ def transaction(
     from lakemerge.batch.transactions import Transaction, next_id
 
     config = _pipeline(pipeline)
-    session = _session(spark, config.spark)
+    session = _session(spark, config.spark, storage_paths(config))
     chosen = next_id(config, group, spark=session) if id is None else id
     if isinstance(chosen, bool) or not isinstance(chosen, int) or chosen < 1:
         raise ConfigError(f"a transaction's id is a number of 1 or more: {chosen!r}")
@@ -173,7 +176,7 @@ def run(
     config = _pipeline(pipeline)
     return run_pipeline(
         config,
-        spark=_session(spark, config.spark),
+        spark=_session(spark, config.spark, storage_paths(config)),
         tables=[t.name for t in config.tables_named(tables)],
         watch=watch,
         interval=interval,
@@ -207,7 +210,7 @@ def stream(
     from lakemerge.streams.queries import run_streams
 
     config = _pipeline(pipeline)
-    session = _session(spark, stream_settings(config))
+    session = _session(spark, stream_settings(config), storage_paths(config))
     return run_streams(
         config, spark=session, tables=tables, available_now=available_now, stop=stop, on_result=on_result
     )
@@ -223,7 +226,7 @@ def skip(
 
     config = _pipeline(pipeline)
     chosen = config.table(table)
-    return skip_files(_session(spark, config.spark), chosen, files, reason=reason)
+    return skip_files(_session(spark, config.spark, storage_paths(config)), chosen, files, reason=reason)
 
 
 def snapshot(pipeline: Pipeline, group: str, *, spark: SparkSession | None = None) -> GroupPoint | None:
@@ -231,7 +234,7 @@ def snapshot(pipeline: Pipeline, group: str, *, spark: SparkSession | None = Non
     from lakemerge.batch.groups import snapshot as group_snapshot
 
     config = _pipeline(pipeline)
-    return group_snapshot(config, group, spark=_session(spark, config.spark))
+    return group_snapshot(config, group, spark=_session(spark, config.spark, storage_paths(config)))
 
 
 def snapshots(
@@ -246,7 +249,7 @@ def snapshots(
     names = list(groups or config.groups)
     if not names:
         raise ConfigError("the pipeline defines no group ([groups.NAME] with tables and state)", source=config.source)
-    session = _session(spark, config.spark)
+    session = _session(spark, config.spark, storage_paths(config))
     return {name: snapshot(config, name, spark=session) for name in names}
 
 
@@ -261,7 +264,7 @@ def rollback(
     """Restore the table to an earlier version; ``reapply`` makes the undone batches' files pending again."""
     from lakemerge.operations.rollback import rollback as rollback_table
 
-    session = _session(spark)
+    session = _session(spark, paths=[absolute(path)])
     return rollback_table(session, absolute(path), to_version=to_version, to_timestamp=to_timestamp, reapply=reapply)
 
 
@@ -279,21 +282,21 @@ def register(
         t if t.catalog_name else t.model_copy(update={"catalog_name": f"{config.spark.database}.{t.name}"})
         for t in config.tables_named(tables)
     ]
-    return register_tables(_session(spark, config.spark), named)
+    return register_tables(_session(spark, config.spark, storage_paths(config)), named)
 
 
 def history(path: str, *, limit: int | None = None, spark: SparkSession | None = None) -> list[CommitInfo]:
     """The table's commits, newest first, with each batch's metrics and applied files."""
     from lakemerge.operations import inspect
 
-    return inspect.history(_session(spark), absolute(path), limit=limit)
+    return inspect.history(_session(spark, paths=[absolute(path)]), absolute(path), limit=limit)
 
 
 def show(path: str, *, sample: int = 10, spark: SparkSession | None = None) -> TableSummary:
     """The table's schema, row and file counts, size and a few rows."""
     from lakemerge.operations import inspect
 
-    return inspect.show(_session(spark), absolute(path), sample=sample)
+    return inspect.show(_session(spark, paths=[absolute(path)]), absolute(path), sample=sample)
 
 
 def changed_records(
@@ -302,7 +305,9 @@ def changed_records(
     """The rows that ``version`` changed, before and after, ordered by key."""
     from lakemerge.operations import inspect
 
-    return inspect.changed_records(_session(spark), absolute(path), version, key=key, limit=limit)
+    return inspect.changed_records(
+        _session(spark, paths=[absolute(path)]), absolute(path), version, key=key, limit=limit
+    )
 
 
 def quarantine(
@@ -317,7 +322,7 @@ def quarantine(
         if isinstance(table, TableConfig)
         else (absolute(table), quarantine_of(absolute(table)))
     )
-    return list_quarantine(_session(spark), table_path=path, quarantine_path=where, limit=limit)
+    return list_quarantine(_session(spark, paths=[path, where]), table_path=path, quarantine_path=where, limit=limit)
 
 
 def quarantine_of(path: str) -> str:
@@ -336,7 +341,7 @@ def vacuum(
     retention safety applies). ``now_ms`` moves the clock tombstone retention is measured against."""
     from lakemerge.operations.vacuum import vacuum as vacuum_table
 
-    return vacuum_table(_session(spark), table, retain_hours=retain_hours, now_ms=now_ms)
+    return vacuum_table(_session(spark, paths=[table.path]), table, retain_hours=retain_hours, now_ms=now_ms)
 
 
 def compact(
@@ -347,7 +352,7 @@ def compact(
     from lakemerge.operations.compact import compact as compact_table
 
     config = _pipeline(pipeline)
-    session = _session(spark, config.spark)
+    session = _session(spark, config.spark, storage_paths(config))
     return [compact_table(t, spark=session) for t in config.tables_named(tables)]
 
 
@@ -355,7 +360,7 @@ def report(path: str, out: str | os.PathLike[str], *, spark: SparkSession | None
     """Write a self-contained HTML page of the table's batch history, with plots, to ``out``."""
     from lakemerge.operations.report import write_report
 
-    return write_report(_session(spark), absolute(path), str(out))
+    return write_report(_session(spark, paths=[absolute(path)]), absolute(path), str(out))
 
 
 def demo(workdir: str | os.PathLike[str], *, spark: SparkSession | None = None) -> DemoResult:

@@ -81,7 +81,7 @@ def apply(
             columns=[c.strip() for c in columns.split(",")] if columns else (),
             types=_parse_types(types or []),
         )
-        spark = api.spark_session(master=master, remote=remote, verbose=verbose)
+        spark = api.spark_session(paths=[table[0], *inputs], master=master, remote=remote, verbose=verbose)
         with spark_progress(spark, shown.err, enabled=not (quiet or json_out), label=f"applying {name}"):
             results = [api.apply_table(config, spark=spark, dry_run=dry_run)]
         shown.item(results[0])
@@ -89,7 +89,9 @@ def apply(
         if len(inputs) != 1:
             raise ConfigError("give exactly one pipeline file (or use --properties for a chombo file)")
         pipeline = api.load_pipeline(inputs[0])
-        spark = api.spark_session(pipeline.spark, master=master, remote=remote, verbose=verbose)
+        spark = api.spark_session(
+            pipeline.spark, paths=api.storage_paths(pipeline), master=master, remote=remote, verbose=verbose
+        )
         with spark_progress(spark, shown.err, enabled=not (quiet or json_out), label="applying"):
             results = api.apply(pipeline, tables=table, dry_run=dry_run, spark=spark, on_result=shown.item)
     shown.result(documents.Batches(tuple(results)))
@@ -126,7 +128,15 @@ def run(
     """
     shown = output.pick(json_out)
     config = api.load_pipeline(pipeline)
-    spark = api.spark_session(config.spark, master=master, remote=remote, verbose=verbose)
+    spark = api.spark_session(
+        config.spark, paths=api.storage_paths(config), master=master, remote=remote, verbose=verbose
+    )
+    single = api.single_driver_tables(config, spark)
+    if single:
+        shown.note(
+            f"note: {', '.join(single)}: Delta's default S3 log store is safe for one driver writing a table only; "
+            'for writers in several drivers set [spark] s3_commits = "conditional"'
+        )
     if dry_run:
         results = api.apply(config, tables=table, dry_run=True, spark=spark, on_result=shown.item)
     else:
@@ -180,7 +190,9 @@ def stream(
     """
     shown = output.pick(json_out)
     config = api.load_pipeline(pipeline)
-    spark = api.spark_session(api.stream_settings(config), master=master, remote=remote, verbose=verbose)
+    spark = api.spark_session(
+        api.stream_settings(config), paths=api.storage_paths(config), master=master, remote=remote, verbose=verbose
+    )
     stop = _stop_on_signals(shown)
     with spark_progress(spark, shown.err, enabled=not (quiet or json_out), label="streaming"):
         results = api.stream(
@@ -206,7 +218,9 @@ def skip(
     lakemerge skip pipeline.toml --table products landing/products/broken.csv --reason "export cut short"
     """
     config = api.load_pipeline(pipeline)
-    spark = api.spark_session(config.spark, master=master, remote=remote, verbose=verbose)
+    spark = api.spark_session(
+        config.spark, paths=api.storage_paths(config), master=master, remote=remote, verbose=verbose
+    )
     output.pick(json_out).result(api.skip(config, table=table, files=files, reason=reason, spark=spark))
 
 
@@ -221,7 +235,9 @@ def snapshot(
 ) -> None:
     """Show each group's consistent point: the version of every table of its last complete run."""
     config = api.load_pipeline(pipeline)
-    spark = api.spark_session(config.spark, master=master, remote=remote, verbose=verbose)
+    spark = api.spark_session(
+        config.spark, paths=api.storage_paths(config), master=master, remote=remote, verbose=verbose
+    )
     output.pick(json_out).result(documents.GroupPoints(api.snapshots(config, groups=group, spark=spark)))
 
 

@@ -28,7 +28,7 @@ def history(
     verbose: VerboseOpt = False,
 ) -> None:
     """Show a table's commits with each batch's metrics and applied files."""
-    spark = api.spark_session(master=master, remote=remote, verbose=verbose)
+    spark = api.spark_session(paths=[table], master=master, remote=remote, verbose=verbose)
     commits = api.history(table, limit=limit, spark=spark)
     output.pick(json_out).result(documents.History(table=table, commits=tuple(commits)))
 
@@ -43,7 +43,7 @@ def show(
     verbose: VerboseOpt = False,
 ) -> None:
     """Show a table's schema, row count, files and a sample of rows."""
-    spark = api.spark_session(master=master, remote=remote, verbose=verbose)
+    spark = api.spark_session(paths=[table], master=master, remote=remote, verbose=verbose)
     output.pick(json_out).result(api.show(table, sample=sample, spark=spark))
 
 
@@ -57,7 +57,7 @@ def report(
     verbose: VerboseOpt = False,
 ) -> None:
     """Write a self-contained HTML page of the table's batch history, with plots."""
-    spark = api.spark_session(master=master, remote=remote, verbose=verbose)
+    spark = api.spark_session(paths=[table], master=master, remote=remote, verbose=verbose)
     output.pick(json_out).result(api.report(table, out, spark=spark))
 
 
@@ -75,11 +75,15 @@ def quarantine(
     if table is not None:
         config = api.load_pipeline(target)
         chosen = config.table(table)
-        spark = api.spark_session(config.spark, master=master, remote=remote, verbose=verbose)
+        spark = api.spark_session(
+            config.spark, paths=api.storage_paths(config), master=master, remote=remote, verbose=verbose
+        )
         rows = api.quarantine(chosen, limit=limit, spark=spark)
         path, where = chosen.path, chosen.quarantine
     else:
-        spark = api.spark_session(master=master, remote=remote, verbose=verbose)
+        spark = api.spark_session(
+            paths=[target, api.quarantine_of(target)], master=master, remote=remote, verbose=verbose
+        )
         rows = api.quarantine(target, limit=limit, spark=spark)
         path, where = target, api.quarantine_of(target)
     output.pick(json_out).result(documents.Quarantine(table=path, quarantine=where, rows=tuple(rows)))
@@ -114,7 +118,7 @@ def rollback(
             "choose what happens to the files applied after that version: "
             "--reapply-files (pending again) or --keep-files-applied"
         )
-    spark = api.spark_session(master=master, remote=remote, verbose=verbose)
+    spark = api.spark_session(paths=[table], master=master, remote=remote, verbose=verbose)
     result = api.rollback(table, to_version=to_version, to_timestamp=to_timestamp, reapply=reapply, spark=spark)
     output.pick(json_out).result(result)
 
@@ -134,7 +138,9 @@ def vacuum(
 ) -> None:
     """Drop expired and orphaned tombstones, then delete the files no recent version needs (Delta VACUUM)."""
     config = api.load_pipeline(pipeline)
-    spark = api.spark_session(config.spark, master=master, remote=remote, verbose=verbose)
+    spark = api.spark_session(
+        config.spark, paths=api.storage_paths(config), master=master, remote=remote, verbose=verbose
+    )
     results = [api.vacuum(t, retain_hours=retain_hours, spark=spark) for t in config.tables_named(table)]
     output.pick(json_out).result(documents.Vacuums(tuple(results)))
 
@@ -150,7 +156,9 @@ def compact(
 ) -> None:
     """Fold log tables' change logs into the tables, bin-pack and cluster by key, purge deletion vectors."""
     config = api.load_pipeline(pipeline)
-    spark = api.spark_session(config.spark, master=master, remote=remote, verbose=verbose)
+    spark = api.spark_session(
+        config.spark, paths=api.storage_paths(config), master=master, remote=remote, verbose=verbose
+    )
     output.pick(json_out).result(documents.Compactions(tuple(api.compact(config, tables=table, spark=spark))))
 
 
@@ -165,7 +173,9 @@ def register(
 ) -> None:
     """Register the pipeline's tables, and their views, by name in the Spark catalog (Hive metastore)."""
     config = api.load_pipeline(pipeline)
-    spark = api.spark_session(config.spark, master=master, remote=remote, verbose=verbose)
+    spark = api.spark_session(
+        config.spark, paths=api.storage_paths(config), master=master, remote=remote, verbose=verbose
+    )
     output.pick(json_out).result(documents.Registrations(tuple(api.register(config, tables=table, spark=spark))))
 
 

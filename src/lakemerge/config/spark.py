@@ -11,6 +11,7 @@ from lakemerge.config.base import Model
 
 Catalog = Literal["in-memory", "hive"]
 Landing = Literal["auto", "client", "server"]
+S3Commits = Literal["single-driver", "conditional"]
 
 #: A database name.
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -32,6 +33,13 @@ class SparkSettings(Model):
             the server: no archive), or ``auto`` (the default: the client for object stores, for
             this machine's disk when the server runs on this machine, and for HDFS where libhdfs
             loads; the server otherwise). A classic session lists through Hadoop on the driver.
+        s3_commits: how Delta commits to tables on ``s3a:``. ``single-driver`` (Delta's default S3
+            log store): safe while one driver writes a table; two drivers committing one version at
+            once can both succeed, and one commit is lost. ``conditional``: each commit is a
+            put-if-absent through S3's conditional write (``If-None-Match``), so that of two drivers
+            committing one version one wins and the other commits after it (a JDK's ``javac``
+            builds its log store once; the store must support conditional writes, as S3 does; a
+            Spark Connect server's own settings decide for its sessions).
         app_name: the application name shown by Spark.
         conf: extra Spark settings, passed through unchanged (``spark.executor.memory`` ...).
         packages: extra Maven coordinates added to ``spark.jars.packages`` beside Delta's.
@@ -50,6 +58,7 @@ class SparkSettings(Model):
     master: str = "local[*]"
     remote: str | None = None
     landing: Landing = "auto"
+    s3_commits: S3Commits = "single-driver"
     app_name: str = "lakemerge"
     conf: dict[str, str] = Field(default_factory=dict)
     packages: tuple[str, ...] = ()

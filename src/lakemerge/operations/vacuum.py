@@ -57,9 +57,9 @@ def vacuum(
             )
         deleted = _vacuum_files(spark, table.path, retain_hours) if store.table_exists(spark, table.path) else 0
         if tombstones.exists(spark, table):
-            deleted += _vacuum_files(spark, table.tombstone_table, retain_hours)
+            deleted += _vacuum_files(spark, table.tombstone_table, retain_hours, side=True)
         if store.table_exists(spark, table.log_table):
-            deleted += _vacuum_files(spark, table.log_table, retain_hours)
+            deleted += _vacuum_files(spark, table.log_table, retain_hours, side=True)
     return VacuumResult(
         table=table.name,
         path=table.path,
@@ -87,9 +87,11 @@ def _listing_parallelism(spark: SparkSession) -> Iterator[None]:
         yield
 
 
-def _vacuum_files(spark: SparkSession, path: str, retain_hours: float | None) -> int:
+def _vacuum_files(spark: SparkSession, path: str, retain_hours: float | None, *, side: bool = False) -> int:
     """VACUUM ``path``; the number of files it deleted (counted by a dry run first: file names
-    only, never table data)."""
+    only, never table data). A ``side`` table (tombstones, change log) whose own retention is longer
+    than ``retain_hours`` keeps its own: the retention asked for is the table's, whose properties the
+    user sets, and lakemerge made the side table with Delta's default."""
     retain = f" RETAIN {retain_hours} HOURS" if retain_hours is not None else ""
     try:
         with _listing_parallelism(spark):
@@ -99,6 +101,8 @@ def _vacuum_files(spark: SparkSession, path: str, retain_hours: float | None) ->
     except Exception as exc:
         text = str(exc)
         if "retentionDurationCheck" in text or ("retention" in text.lower() and "safety" in text.lower()):
+            if side and retain_hours is not None:
+                return _vacuum_files(spark, path, None)
             raise ConfigError(
                 f"{path}: a retention of {retain_hours} hours is shorter than the table's "
                 "delta.deletedFileRetentionDuration; readers of older versions could lose their files. "

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from lakemerge import packaged
 from lakemerge.config.spark import SparkSettings
 from lakemerge.errors import ConfigError, LakemergeError
-from lakemerge.spark import checks, localfs, remote, startup, versions
+from lakemerge.spark import checks, localfs, logstore, remote, startup, versions
 from lakemerge.spark.backends import backend
 
 if TYPE_CHECKING:
@@ -199,6 +199,8 @@ def session_conf(settings: SparkSettings, matching: versions.Pairing | None = No
     if extra:
         packages.extend(p.strip() for p in extra.split(",") if p.strip())
     conf["spark.jars.packages"] = ",".join(dict.fromkeys(packages))
+    if settings.s3_commits == "conditional":
+        conf = logstore.with_log_store(conf)
     return conf
 
 

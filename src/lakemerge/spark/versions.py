@@ -27,12 +27,14 @@ class Pairing:
         delta: Delta Lake's Spark artifact for it.
         kafka: Spark's Kafka source (Structured Streaming) of that line.
         avro: Spark's Avro data source of that line.
+        hadoop: the Hadoop release that line's PySpark bundles (its ``hadoop-client-api`` jar).
     """
 
     spark: str
     delta: str
     kafka: str
     avro: str
+    hadoop: str
 
 
 #: Delta Lake's release, the same for every Spark line below (its PyPI package is ``delta-spark``).
@@ -47,14 +49,25 @@ PAIRINGS: dict[str, Pairing] = {
         delta=f"io.delta:delta-spark_4.2_2.13:{DELTA_VERSION}",
         kafka="org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0",
         avro="org.apache.spark:spark-avro_2.13:4.2.0",
+        hadoop="3.5.0",
     ),
     "4.1": Pairing(
         spark="4.1",
         delta=f"io.delta:delta-spark_4.1_2.13:{DELTA_VERSION}",
         kafka="org.apache.spark:spark-sql-kafka-0-10_2.13:4.1.1",
         avro="org.apache.spark:spark-avro_2.13:4.1.1",
+        hadoop="3.4.2",
     ),
 }
+
+#: The AWS SDK (v2) release each ``hadoop-aws`` release is built against (the version of the SDK's
+#: ``bundle`` its POM declares). S3A needs only the SDK's S3 client and transfer manager from it: those
+#: two (about 15 MB with what they pull) instead of the bundle (over 600 MB).
+AWS_SDK: dict[str, str] = {"3.5.0": "2.35.4", "3.4.2": "2.29.52"}
+
+#: Hadoop's S3A filesystem, and the artifact it pulls that :data:`AWS_SDK`'s two replace.
+HADOOP_AWS = "org.apache.hadoop:hadoop-aws"
+AWS_BUNDLE = "software.amazon.awssdk:bundle"
 
 #: The PyPI distributions that provide the ``pyspark`` module: the whole of Spark, or its Connect
 #: client alone (which must not be installed beside the other).
@@ -63,6 +76,7 @@ _DISTRIBUTIONS = ("pyspark", "pyspark-client", "pyspark-connect")
 _LINE = re.compile(r"(\d+)\.(\d+)")
 _DECLARED = re.compile(r"__version__[^=]*=\s*[\"']([^\"']+)[\"']")
 _CORE_JAR = re.compile(r"spark-core_[\d.]+-(\d+\.\d+\.\d+[^/]*)\.jar$")
+_HADOOP_JAR = re.compile(r"hadoop-client-api-(\d+\.\d+\.\d+)\.jar$")
 
 
 def supported() -> str:
@@ -147,3 +161,42 @@ def installed_pairing() -> Pairing:
         ConfigError: PySpark is missing, or its version is not supported.
     """
     return pairing(installed_spark())
+
+
+def s3_packages(hadoop: str) -> tuple[str, ...]:
+    """The Maven coordinates that give a Spark on Hadoop ``hadoop`` its ``s3a:`` filesystem:
+    ``hadoop-aws`` of that release and the AWS SDK's S3 client and transfer manager at the release
+    it was built against (the SDK's bundle excluded: :data:`AWS_BUNDLE`).
+
+    Raises:
+        ConfigError: a Hadoop release whose SDK lakemerge does not know (name your own
+            ``hadoop-aws`` in ``spark.jars.packages`` then).
+    """
+    sdk = AWS_SDK.get(hadoop)
+    if sdk is None:
+        raise ConfigError(
+            f"Hadoop {hadoop} (of the installed Spark) is not one whose S3 jars lakemerge knows "
+            f"({', '.join(AWS_SDK)}): name {HADOOP_AWS}:{hadoop} and its AWS SDK in spark.jars.packages"
+        )
+    return (
+        f"{HADOOP_AWS}:{hadoop}",
+        f"software.amazon.awssdk:s3:{sdk}",
+        f"software.amazon.awssdk:s3-transfer-manager:{sdk}",
+    )
+
+
+def installed_hadoop(matching: Pairing | None = None) -> str:
+    """The Hadoop release of the Spark a new session would start, from its ``hadoop-client-api``
+    jar (under ``$SPARK_HOME``, else the ``pyspark`` module's); ``matching``'s (default: the
+    installed Spark's pairing) when no jar says."""
+    folders = [Path(os.environ["SPARK_HOME"]) / "jars"] if os.environ.get("SPARK_HOME") else []
+    spec = importlib.util.find_spec("pyspark")
+    if spec is not None and spec.submodule_search_locations:
+        folders.extend(Path(f) / "jars" for f in spec.submodule_search_locations)
+    for folder in folders:
+        if folder.is_dir():
+            for jar in sorted(folder.glob("hadoop-client-api-*.jar")):
+                match = _HADOOP_JAR.search(jar.name)
+                if match:
+                    return match.group(1)
+    return (matching or installed_pairing()).hadoop
