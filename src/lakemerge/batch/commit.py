@@ -110,6 +110,7 @@ def _record(plan: BatchPlan) -> dict[str, Any]:
         record["source"] = {"name": plan.source[0], "batch": plan.source[1]}
         if plan.source_offsets:
             record["source"]["offsets"] = offsets.as_record(plan.source_offsets)
+            record["source"]["ends"] = offsets.ends_record(plan.source_ends or {})
     return record
 
 

@@ -42,7 +42,7 @@ from lakemerge.results import AppliedFile, BatchMetrics, BatchResult, IgnoredEnt
 from lakemerge.spark import tuning
 from lakemerge.spark.scoped import scoped_conf
 from lakemerge.table import ledger, offsets, tombstones
-from lakemerge.table.offsets import Ranges
+from lakemerge.table.offsets import Ends, Ranges
 from lakemerge.table.prune import KeyRanges
 from lakemerge.table.snapshots import one_snapshot_each
 from lakemerge.write import scd2
@@ -117,8 +117,10 @@ class BatchPlan:
     own_settings: dict[str, str | None] = field(default_factory=dict)
     #: A DataFrame batch's source and batch id (recorded with its commit).
     source: tuple[str, int] | None = None
-    #: A Kafka stream's batch: the offsets of the records it applies (recorded with its commit).
+    #: A Kafka stream's batch: the offsets of the records it applies, and the ends of every
+    #: partition its source applied once it commits (both recorded with its commit).
     source_offsets: Ranges | None = None
+    source_ends: Ends | None = None
     #: Entries of the landing zones not read, with why (:class:`lakemerge.batch.select.Selection`).
     ignored: tuple[tuple[str, str], ...] = ()
     #: Whether ``metrics`` holds the outcome counts. A ``log`` batch planned without them
@@ -323,6 +325,7 @@ class _Planner:
             files=tuple(selection.files) if selection.frame is None else (),
             source=(selection.frame.source, selection.frame.batch_id) if selection.frame is not None else None,
             source_offsets=selection.frame.ranges if selection.frame is not None else None,
+            source_ends=self._source_ends(),
             skipped=selection.skipped,
             ignored=selection.ignored,
             exists=selection.exists,
@@ -349,6 +352,13 @@ class _Planner:
             counted=self.counted,
             reread=read.reread,
         )
+
+    def _source_ends(self) -> Ends | None:
+        """A Kafka stream's batch: the ends of every partition its source applied, once it commits."""
+        frame = self.selection.frame
+        if frame is None or not frame.ranges:
+            return None
+        return offsets.furthest(self.selection.ledger.offsets.get(frame.source, {}), offsets.ends(frame.ranges))
 
     def _tune(self, small: bool, tune: bool, rows: int) -> dict[str, str | None]:
         """Enter the settings the rest of the plan runs with: a small batch's own (returned, for its

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from lakemerge.errors import InputError
 from lakemerge.results import AppliedFile
 from lakemerge.spark.scoped import scoped_conf
-from lakemerge.table.offsets import Ends, ends_of_record, furthest
+from lakemerge.table.offsets import Ends, ends_from_record, ends_of_record, furthest
 from lakemerge.table.snapshots import commits, latest_snapshot
 from lakemerge.table.store import sql_path, table_exists
 
@@ -275,8 +275,8 @@ class _Walk:
         source = record.get("source")
         if isinstance(source, dict) and isinstance(source.get("batch"), int):
             self.source_versions.setdefault(str(source["name"]), []).append((version, source["batch"]))
-        if isinstance(source, dict) and source.get("offsets"):
-            applied = ends_of_record(source["offsets"])
+        if isinstance(source, dict) and (source.get("offsets") or source.get("ends")):
+            applied = furthest(ends_of_record(source.get("offsets")), ends_from_record(source.get("ends")))
             self.offset_versions.setdefault(str(source["name"]), []).append((version, applied))
 
     def ledger(self) -> Ledger:

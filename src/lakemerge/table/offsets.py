@@ -6,7 +6,9 @@ per topic and partition: ``{"orders": {"0": [120, 160], "2": [87, 90]}}``, each 
 first offset to one past its last. A source applies each partition's records in offset order, so
 what its commits applied is, per partition, everything below the greatest end they record (its
 *end*): a record at or above it is new, one below it was applied (docs/semantics.md, exactly once
-for streams).
+for streams). Each commit also records the ends of every partition the source applied so far
+(``"ends": {"orders": {"0": 160, "1": 12, "2": 90}}``): the newest commit alone says where the
+source is, also once older commits have left the table's history.
 """
 
 from __future__ import annotations
@@ -76,12 +78,27 @@ def unapplied(ranges: Mapping[Partition, tuple[int, int]], applied: Mapping[Part
     return found
 
 
-def ends_json(value: Mapping[Partition, int]) -> str:
-    """Ends as a group's point keeps them (``{"topic": {"0": 160}}``)."""
+def ends_record(value: Mapping[Partition, int]) -> dict[str, dict[str, int]]:
+    """Ends as a commit's record or a group's point keeps them (``{"topic": {"0": 160}}``)."""
     found: dict[str, dict[str, int]] = {}
     for (topic, partition), end in sorted(value.items()):
         found.setdefault(topic, {})[str(partition)] = int(end)
-    return json.dumps(found, separators=(",", ":"), sort_keys=True)
+    return found
+
+
+def ends_from_record(value: object) -> Ends:
+    """Ends kept by :func:`ends_record` (none for a value of another shape)."""
+    found: Ends = {}
+    if isinstance(value, dict):
+        for topic, partitions in value.items():
+            if isinstance(partitions, dict):
+                found.update({(str(topic), int(p)): int(e) for p, e in partitions.items() if isinstance(e, int)})
+    return found
+
+
+def ends_json(value: Mapping[Partition, int]) -> str:
+    """Ends as JSON text (a group's point keeps them so)."""
+    return json.dumps(ends_record(value), separators=(",", ":"), sort_keys=True)
 
 
 def ends_from_json(text: str | None) -> Ends:
@@ -92,12 +109,7 @@ def ends_from_json(text: str | None) -> Ends:
         value: Any = json.loads(text)
     except ValueError:
         return {}
-    found: Ends = {}
-    if isinstance(value, dict):
-        for topic, partitions in value.items():
-            if isinstance(partitions, dict):
-                found.update({(str(topic), int(p)): int(e) for p, e in partitions.items() if isinstance(e, int)})
-    return found
+    return ends_from_record(value)
 
 
 def starting_offsets(partitions: Iterable[Partition], applied: Mapping[Partition, int]) -> str:
