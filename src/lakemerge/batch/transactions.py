@@ -12,8 +12,8 @@ commits, one table after another; readers of the group's point (``lakemerge snap
 travel of each table to its version) see every table of the last complete transaction, or none of
 a transaction that failed while it committed. A run of the same transaction id again (after a
 crash in the middle) completes it: the tables it had committed are not applied twice (their source
-and batch id are in their ledgers), the others are, and the point is recorded once. A transaction
-whose point exists already commits nothing.
+and batch id are in their ledgers; a stream's records, by their offsets), the others are, and the
+point is recorded once. A transaction whose point exists already commits nothing.
 """
 
 from __future__ import annotations
