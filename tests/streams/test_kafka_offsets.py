@@ -167,3 +167,43 @@ def test_a_groups_stream_resumes_where_its_point_says_after_its_checkpoint_is_lo
         assert_each_offset_applied_once(tmp_path / name, sent)
     shutil.rmtree(tmp_path / "checkpoint")
     assert lakemerge.stream(config(), spark=spark) == [], "every record was applied"
+
+
+def test_a_groups_transaction_whose_point_was_not_recorded_is_completed_once(
+    spark: Any, tmp_path: Path, kafka: str
+) -> None:
+    """Its tables committed, then the process died before the point (here: the point removed) and
+    the checkpoint was lost: the query starts from the point before, every table finds its records
+    applied (by their offsets), and the transaction's point is recorded, under the same id."""
+    orders, lines = topic(), topic()
+    per_table = {"orders": Changes(3), "lines": Changes(4)}
+    tables = {
+        name: {
+            "path": str(tmp_path / name),
+            "key": "id",
+            "sequence": "seq",
+            "stream": table_stream(tmp_path, kafka, t, checkpoint=str(tmp_path / f"unused-{name}")),
+        }
+        for name, t in (("orders", orders), ("lines", lines))
+    }
+    group = {"tables": ["orders", "lines"], "state": str(tmp_path / "sales")}
+    group["stream"] = {"checkpoint": str(tmp_path / "checkpoint")}
+    config = lakemerge.PipelineConfig.model_validate({"tables": tables, "groups": {"sales": group}})
+    per_table["orders"].send(spark, kafka, orders, 10)
+    per_table["lines"].send(spark, kafka, lines, 6)
+    lakemerge.stream(config, spark=spark)
+    per_table["orders"].send(spark, kafka, orders, 5)
+    per_table["lines"].send(spark, kafka, lines, 4)
+    second = lakemerge.stream(config, spark=spark)
+    assert {r.source_batch for r in second} == {2}
+    spark.sql(f"DELETE FROM delta.`{tmp_path / 'sales'}` WHERE transaction = 2")
+    shutil.rmtree(tmp_path / "checkpoint")
+
+    again = lakemerge.stream(config, spark=spark)
+    assert again and all(r.applied_before and r.version is None for r in again), "nothing applied twice"
+    point = lakemerge.snapshot(config, "sales", spark=spark)
+    assert point is not None and point.transaction == 2
+    assert point.versions == {"orders": 1, "lines": 1}
+    for name, t in (("orders", orders), ("lines", lines)):
+        assert read_table(tmp_path / name, list(COLUMNS)) == per_table[name].expected()
+        assert_each_offset_applied_once(tmp_path / name, sent_counts(t, (p for p, _, _ in per_table[name].sent)))
