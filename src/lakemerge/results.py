@@ -136,8 +136,11 @@ class BatchResult(Result):
         partitions_touched: partitions the batch writes to (dry runs only).
         compaction: what an automatic compaction after the batch did.
         source / source_batch: a batch given as a DataFrame: its source and the source's batch id.
-        applied_before: a DataFrame batch whose source and batch id the table had committed already:
-            nothing was applied again (``version`` is ``None``, the metrics zero).
+        source_offsets: a batch of a Kafka stream: the offsets of the records it applied, per topic
+            and partition (``{"orders": {"0": [first, one past the last]}}``).
+        applied_before: a DataFrame batch whose source and batch id (a Kafka stream's: whose
+            offsets) the table had committed already: nothing was applied again (``version`` is
+            ``None``, the metrics zero).
     """
 
     table: str
@@ -161,6 +164,7 @@ class BatchResult(Result):
     source_batch: int | None = None
     applied_before: bool = False
     ignored_entries: tuple[IgnoredEntry, ...] = ()
+    source_offsets: dict[str, dict[str, list[int]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -190,6 +194,7 @@ class CommitInfo(Result):
         version / timestamp / operation: Delta's own.
         batch_id, metrics, files: lakemerge's record of the batch, when a batch wrote the commit.
         source / source_batch: for a batch given as a DataFrame, its source and the source's batch id.
+        source_offsets: for a batch of a Kafka stream, the offsets it applied (see BatchResult).
         seconds: the batch's duration, from its start to its commit.
         operation_metrics: Delta's metrics (files and bytes added and removed, rows, time).
         skip_reason / skipped_by: the commit records ``files`` as skipped by an operator
@@ -212,6 +217,7 @@ class CommitInfo(Result):
     skip_reason: str | None = None
     skipped_by: str | None = None
     change_log: bool = False
+    source_offsets: dict[str, dict[str, list[int]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

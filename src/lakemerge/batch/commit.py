@@ -20,7 +20,7 @@ from lakemerge.feeds.files import first_changed
 from lakemerge.results import BatchMetrics, BatchResult
 from lakemerge.spark.errors import translated
 from lakemerge.spark.scoped import scoped_conf
-from lakemerge.table import ledger, quarantine, tombstones, transaction
+from lakemerge.table import ledger, offsets, quarantine, tombstones, transaction
 from lakemerge.write import log, scd2, write_changes
 from lakemerge.write.direct import Known, serves, write_direct
 
@@ -108,6 +108,9 @@ def _record(plan: BatchPlan) -> dict[str, Any]:
         record["snapshots"] = plan.snapshots
     if plan.source is not None:
         record["source"] = {"name": plan.source[0], "batch": plan.source[1]}
+        if plan.source_offsets:
+            record["source"]["offsets"] = offsets.as_record(plan.source_offsets)
+            record["source"]["ends"] = offsets.ends_record(plan.source_ends or {})
     return record
 
 

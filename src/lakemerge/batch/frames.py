@@ -16,8 +16,8 @@ convert is a bad record naming its place), or as Debezium events.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from lakemerge import columns as C
@@ -28,6 +28,7 @@ from lakemerge.errors import ConfigError, InputError
 from lakemerge.feeds import utf8
 from lakemerge.feeds.files import FeedFile
 from lakemerge.feeds.readers import RawFeed
+from lakemerge.table.offsets import Partition, Ranges, unapplied
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -47,12 +48,17 @@ class FrameBatch:
             of these numbers, each once: a batch whose number is not above the last one the table
             committed from the source commits nothing.
         rules: how the records say what they do (op column and codes, types, format).
+        ranges: a Kafka stream's micro-batch: the offsets its records span, per topic and
+            partition (:func:`kafka_ranges`). Then the offsets, not the number, say what is new:
+            the records below the ends the table's commits from the source recorded were applied
+            (:meth:`unapplied`), whatever number the batch has.
     """
 
     frame: DataFrame
     source: str
     batch_id: int
     rules: FeedConfig | RecordsConfig
+    ranges: Ranges | None = None
 
     @property
     def name(self) -> str:
@@ -63,6 +69,39 @@ class FrameBatch:
     def files(self) -> list[FeedFile]:
         """The one pseudo-file the batch's rows come from, for the parts of the path that name files."""
         return [FeedFile(path=self.name, name=self.source, size=0, modified=0, name_number=None)]
+
+    def unapplied(self, applied: Mapping[Partition, int]) -> FrameBatch | None:
+        """The batch's records at or above the offsets ``applied`` (per partition, one past the last
+        applied), with their ranges; ``None`` when none is (every record was applied)."""
+        from pyspark.sql import functions as F
+
+        assert self.ranges is not None
+        fresh = unapplied(self.ranges, applied)
+        if not fresh:
+            return None
+        if fresh == self.ranges:
+            return self
+        # (only the partitions read in part or not at all change: a condition per such partition)
+        older = [
+            (F.col("topic") == topic) & (F.col("partition") == number) & (F.col("offset") < applied[(topic, number)])
+            for (topic, number), whole in self.ranges.items()
+            if fresh.get((topic, number)) != whole
+        ]
+        seen = older[0]
+        for each in older[1:]:
+            seen = seen | each
+        return replace(self, frame=self.frame.filter(~seen), ranges=fresh)
+
+
+def kafka_ranges(frame: DataFrame) -> Ranges:
+    """The offsets a micro-batch of Kafka records spans, per topic and partition: its first and
+    one past its last (one Spark job, whose result is a row per partition)."""
+    from pyspark.sql import functions as F
+
+    rows = (
+        frame.groupBy("topic", "partition").agg(F.min("offset").alias("first"), F.max("offset").alias("last")).collect()
+    )
+    return {(str(r["topic"]), int(r["partition"])): (int(r["first"]), int(r["last"]) + 1) for r in rows}
 
 
 def raw_records(spark: SparkSession, batch: FrameBatch, *, key: Sequence[str] = ()) -> RawFeed:

@@ -19,6 +19,7 @@ from lakemerge.config.pipeline import GroupConfig, PipelineConfig
 from lakemerge.errors import ConfigError
 from lakemerge.results import BatchResult, GroupPoint
 from lakemerge.spark import localfs
+from lakemerge.table.offsets import Ends, ends_from_json, ends_json
 from lakemerge.table.snapshots import is_delta, latest_snapshot
 
 if TYPE_CHECKING:
@@ -64,10 +65,17 @@ def snapshot(pipeline: PipelineConfig, group: str, *, spark: SparkSession) -> Gr
 
 
 def record_point(
-    spark: SparkSession, group: str, config: GroupConfig, versions: dict[str, int], *, transaction: int | None = None
+    spark: SparkSession,
+    group: str,
+    config: GroupConfig,
+    versions: dict[str, int],
+    *,
+    transaction: int | None = None,
+    offsets: Ends | None = None,
 ) -> GroupPoint:
     """Append the group's next point (one atomic Delta commit to its state), with the transaction
-    that made it when there was one."""
+    that made it when there was one, and, for a stream's, the Kafka offsets the group's
+    transactions applied up to it (per partition, one past the last: :func:`applied_offsets`)."""
     previous = None
     if is_delta(spark, config.state):
         previous = spark.read.format("delta").load(config.state).agg({"point": "max"}).collect()[0][0]
@@ -79,12 +87,42 @@ def record_point(
         transaction=transaction,
     )
     frame = spark.createDataFrame(
-        [(point.point, json.dumps(versions, sort_keys=True), point.recorded_at, transaction)],
-        "point BIGINT, versions STRING, recorded_at BIGINT, transaction BIGINT",
+        [
+            (
+                point.point,
+                json.dumps(versions, sort_keys=True),
+                point.recorded_at,
+                transaction,
+                ends_json(offsets) if offsets else None,
+            )
+        ],
+        "point BIGINT, versions STRING, recorded_at BIGINT, transaction BIGINT, offsets STRING",
     )
     with localfs.writing(spark, (config.state,)):
         frame.coalesce(1).write.format("delta").mode("append").option("mergeSchema", "true").save(config.state)
     return point
+
+
+def applied_offsets(spark: SparkSession, config: GroupConfig) -> tuple[int | None, Ends]:
+    """The greatest transaction id among the group's points (``None``: none yet), and the Kafka
+    offsets the last point holding any says its transactions applied (one past the last, per
+    partition): what a group's stream has applied, whatever its checkpoint says (one Spark job)."""
+    from pyspark.sql import functions as F
+
+    if not is_delta(spark, config.state):
+        return None, {}
+    points = spark.read.format("delta").load(config.state)
+    if "transaction" not in points.columns:
+        return None, {}
+    if "offsets" not in points.columns:
+        found = points.agg(F.max("transaction")).collect()[0][0]
+        return (int(found) if found is not None else None), {}
+    row = points.agg(
+        F.max("transaction").alias("transaction"),
+        F.max_by("offsets", F.when(F.col("offsets").isNotNull(), F.col("point"))).alias("offsets"),
+    ).collect()[0]
+    last = row["transaction"]
+    return (int(last) if last is not None else None), ends_from_json(row["offsets"])
 
 
 def latest_version(spark: SparkSession, path: str) -> int:

@@ -41,7 +41,8 @@ from lakemerge.feeds import FeedFile
 from lakemerge.results import AppliedFile, BatchMetrics, BatchResult, IgnoredEntry
 from lakemerge.spark import tuning
 from lakemerge.spark.scoped import scoped_conf
-from lakemerge.table import ledger, tombstones
+from lakemerge.table import ledger, offsets, tombstones
+from lakemerge.table.offsets import Ends, Ranges
 from lakemerge.table.prune import KeyRanges
 from lakemerge.table.snapshots import one_snapshot_each
 from lakemerge.write import scd2
@@ -116,6 +117,10 @@ class BatchPlan:
     own_settings: dict[str, str | None] = field(default_factory=dict)
     #: A DataFrame batch's source and batch id (recorded with its commit).
     source: tuple[str, int] | None = None
+    #: A Kafka stream's batch: the offsets of the records it applies, and the ends of every
+    #: partition its source applied once it commits (both recorded with its commit).
+    source_offsets: Ranges | None = None
+    source_ends: Ends | None = None
     #: Entries of the landing zones not read, with why (:class:`lakemerge.batch.select.Selection`).
     ignored: tuple[tuple[str, str], ...] = ()
     #: Whether ``metrics`` holds the outcome counts. A ``log`` batch planned without them
@@ -141,6 +146,7 @@ class BatchPlan:
         return BatchResult(
             source=self.source[0] if self.source else None,
             source_batch=self.source[1] if self.source else None,
+            source_offsets=offsets.as_record(self.source_offsets or {}),
             table=self.table.name,
             path=self.table.path,
             batch_id=self.batch_id,
@@ -318,6 +324,8 @@ class _Planner:
             started_at=self.started_at,
             files=tuple(selection.files) if selection.frame is None else (),
             source=(selection.frame.source, selection.frame.batch_id) if selection.frame is not None else None,
+            source_offsets=selection.frame.ranges if selection.frame is not None else None,
+            source_ends=self._source_ends(),
             skipped=selection.skipped,
             ignored=selection.ignored,
             exists=selection.exists,
@@ -344,6 +352,13 @@ class _Planner:
             counted=self.counted,
             reread=read.reread,
         )
+
+    def _source_ends(self) -> Ends | None:
+        """A Kafka stream's batch: the ends of every partition its source applied, once it commits."""
+        frame = self.selection.frame
+        if frame is None or not frame.ranges:
+            return None
+        return offsets.furthest(self.selection.ledger.offsets.get(frame.source, {}), offsets.ends(frame.ranges))
 
     def _tune(self, small: bool, tune: bool, rows: int) -> dict[str, str | None]:
         """Enter the settings the rest of the plan runs with: a small batch's own (returned, for its

@@ -73,8 +73,15 @@ class NothingPending:
 
 
 def select_frame(spark: SparkSession, table: TableConfig, batch: FrameBatch) -> Selection | NothingPending:
-    """A DataFrame batch, unless the table committed its source's batch id (or a later one) already."""
+    """A DataFrame batch, unless the table committed its source's batch id (or a later one) already;
+    a Kafka stream's, its records that the table's commits from the source did not apply (by their
+    offsets: :meth:`FrameBatch.unapplied`), unless none is left."""
     exists, history = ledger.state(spark, table.path, log_path=table.log_table if table.log_mode else None)
+    if batch.ranges is not None:
+        fresh = batch.unapplied(history.offsets.get(batch.source, {})) if batch.ranges else None
+        if fresh is None:
+            return NothingPending((), applied_before=bool(batch.ranges))
+        return Selection([], (), exists, history, {}, frame=fresh)
     last = history.sources.get(batch.source)
     if last is not None and batch.batch_id <= last:
         return NothingPending((), applied_before=True)

@@ -12,8 +12,8 @@ commits, one table after another; readers of the group's point (``lakemerge snap
 travel of each table to its version) see every table of the last complete transaction, or none of
 a transaction that failed while it committed. A run of the same transaction id again (after a
 crash in the middle) completes it: the tables it had committed are not applied twice (their source
-and batch id are in their ledgers), the others are, and the point is recorded once. A transaction
-whose point exists already commits nothing.
+and batch id are in their ledgers; a stream's records, by their offsets), the others are, and the
+point is recorded once. A transaction whose point exists already commits nothing.
 """
 
 from __future__ import annotations
@@ -23,13 +23,14 @@ from typing import TYPE_CHECKING
 
 from lakemerge.batch.attempts import apply_table
 from lakemerge.batch.frames import FrameBatch
-from lakemerge.batch.groups import group_config, latest_version, record_point
+from lakemerge.batch.groups import applied_offsets, group_config, latest_version, record_point
 from lakemerge.config import PipelineConfig
 from lakemerge.config.feed import FeedConfig
 from lakemerge.config.records import RecordsConfig
 from lakemerge.errors import ConfigError
 from lakemerge.results import BatchResult, TransactionResult
 from lakemerge.table import store
+from lakemerge.table.offsets import Ranges, ends, furthest
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -48,12 +49,16 @@ class Transaction:
     group: str
     id: int
     spark: SparkSession
-    staged: dict[str, tuple[DataFrame, FeedConfig | RecordsConfig]] = field(default_factory=dict)
+    staged: dict[str, tuple[DataFrame, FeedConfig | RecordsConfig, Ranges | None]] = field(default_factory=dict)
     result: TransactionResult | None = None
 
-    def apply(self, table: str, changes: DataFrame, *, records: RecordsConfig | None = None) -> None:
+    def apply(
+        self, table: str, changes: DataFrame, *, records: RecordsConfig | None = None, ranges: Ranges | None = None
+    ) -> None:
         """Stage ``changes`` (change records, read by ``records`` or the table's own rules) for
-        ``table``, one of the group's; they are applied when the transaction commits.
+        ``table``, one of the group's; they are applied when the transaction commits. ``ranges``:
+        Kafka records' offsets (a group's stream): the table applies those of its records that its
+        commits from the group did not, and the group's point records the offsets applied.
 
         Raises:
             ConfigError: the table is not in the group, or has changes staged already.
@@ -66,38 +71,31 @@ class Transaction:
             )
         if table in self.staged:
             raise ConfigError(f"transaction {self.id} of group '{self.group}' has changes for '{table}' already")
-        self.staged[table] = (changes, records or self.pipeline.table(table).frame_rules)
+        self.staged[table] = (changes, records or self.pipeline.table(table).frame_rules, ranges)
 
     def commit(self) -> TransactionResult:
         """Apply each staged table's batch in the group's order, then record the group's point."""
         config = group_config(self.pipeline, self.group)
-        last = last_transaction(self.pipeline, self.group, spark=self.spark)
+        last, applied = applied_offsets(self.spark, config)
         if last is not None and last >= self.id:
             return TransactionResult(self.group, self.id, (), None, applied_before=True)
         batches: list[BatchResult] = []
         for name in config.tables:
             if name in self.staged:
-                changes, rules = self.staged[name]
-                frame = FrameBatch(changes, source_of(self.group), self.id, rules)
+                changes, rules, ranges = self.staged[name]
+                frame = FrameBatch(changes, source_of(self.group), self.id, rules, ranges=ranges)
                 batches.append(apply_table(self.pipeline.table(name), spark=self.spark, frame=frame))
         tables = [t for t in map(self.pipeline.table, config.tables) if store.table_exists(self.spark, t.path)]
         versions = {t.name: latest_version(self.spark, t.path) for t in tables}
-        point = record_point(self.spark, self.group, config, versions, transaction=self.id)
+        read = [ends(r) for _, _, r in self.staged.values() if r is not None]
+        offsets = furthest(applied, *read) if read else None
+        point = record_point(self.spark, self.group, config, versions, transaction=self.id, offsets=offsets)
         return TransactionResult(self.group, self.id, tuple(batches), point)
 
 
 def last_transaction(pipeline: PipelineConfig, group: str, *, spark: SparkSession) -> int | None:
     """The greatest transaction id among the group's recorded points (``None``: none yet)."""
-    from pyspark.sql import functions as F
-
-    config = group_config(pipeline, group)
-    if not store.table_exists(spark, config.state):
-        return None
-    points = spark.read.format("delta").load(config.state)
-    if "transaction" not in points.columns:
-        return None
-    found = points.agg(F.max("transaction")).collect()[0][0]
-    return int(found) if found is not None else None
+    return applied_offsets(spark, group_config(pipeline, group))[0]
 
 
 def next_id(pipeline: PipelineConfig, group: str, *, spark: SparkSession) -> int:

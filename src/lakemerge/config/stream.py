@@ -1,7 +1,8 @@
 """A table's change stream: the ``stream`` section of a table, read by ``lakemerge stream``.
 
 Each micro-batch of a Structured Streaming query is one batch of the table (``lakemerge.apply_changes``),
-its micro-batch id the batch id: committed exactly once across crashes and restarts.
+committed exactly once across crashes, restarts and lost checkpoints: a Kafka micro-batch by its
+records' offsets, which the table's commits record (docs/semantics.md §8).
 """
 
 from __future__ import annotations
@@ -64,14 +65,16 @@ class StreamConfig(RecordsConfig):
             ``schema``); the record rules (op column and codes) apply to what they decode into.
         bootstrap_servers / topics / topic_pattern: the Kafka cluster and what to subscribe to.
         starting_offsets: where a new stream starts: ``earliest``, ``latest`` or Spark's JSON of
-            offsets per partition. A stream with a checkpoint resumes where it stopped.
+            offsets per partition. A stream with a checkpoint resumes where it stopped; one whose
+            tables record offsets it applied, where they end (:mod:`lakemerge.streams.resume`).
         options: passed as they are to Spark's Kafka source (``kafka.security.protocol``,
             ``kafka.sasl.jaas.config``, ``failOnDataLoss``, ...).
         max_records_per_batch: the most Kafka records (or files, for ``files``) one micro-batch
             takes; unset: everything available.
         checkpoint: the query's checkpoint folder (relative paths are relative to the pipeline
             file). It holds the offsets each micro-batch read: a restarted stream replays the
-            micro-batch in progress, which lakemerge applies exactly once.
+            micro-batch in progress, which lakemerge applies exactly once (a lost checkpoint loses
+            nothing either: the tables' commits record the offsets applied).
         trigger: ``available_now`` (everything available, then stop: for schedulers) or an
             interval (``30 seconds``, ``500 ms``, ``1 minute``) between micro-batches.
         name: the query's name and the source name recorded with each batch (default: the
@@ -142,8 +145,9 @@ class StreamConfig(RecordsConfig):
 
 class GroupStreamConfig(Model):
     """One streaming query for the tables of a group (``[groups.NAME.stream]``): each micro-batch is
-    a transaction over them (``lakemerge.transaction``), its id the micro-batch's id plus one, so
-    that readers of the group's point see every table of a micro-batch or none. The group's tables
+    a transaction over them (``lakemerge.transaction``), its id one more than the group's last, so
+    that readers of the group's point see every table of a micro-batch or none; the point records
+    the Kafka offsets the transactions applied (docs/semantics.md §8). The group's tables
     each have a Kafka ``stream`` section naming their topics and giving their record rules (on one
     Kafka cluster, with the same options); they are not streamed one by one.
 

@@ -64,6 +64,7 @@ def _commits(spark: SparkSession, path: str, limit: int | None) -> list[CommitIn
                 operation_metrics=dict(row["operationMetrics"] or {}),
                 source=(record.get("source") or {}).get("name"),
                 source_batch=(record.get("source") or {}).get("batch"),
+                source_offsets=(record.get("source") or {}).get("offsets") or {},
                 skip_reason=(record.get("skipped") or {}).get("reason"),
                 skipped_by=(record.get("skipped") or {}).get("by"),
             )

@@ -10,7 +10,7 @@ picks the implementation once per session (:mod:`lakemerge.spark.classic` or
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
@@ -86,6 +86,15 @@ class Backend(abc.ABC):
     def driver_path(self, path: str) -> str | None:
         """The relative local ``path`` made absolute as the session's driver resolves it (against
         its JVM's folder, which need not be this process's); ``None`` where the driver is elsewhere."""
+        return None
+
+    def kafka_partitions(
+        self, servers: str, options: Mapping[str, str], topics: Sequence[str], pattern: str | None
+    ) -> list[tuple[str, int]] | None:
+        """The partitions, as (topic, partition), of the Kafka cluster at ``servers``' topics named
+        ``topics`` or matching ``pattern`` (Java's regular expressions, as Spark's Kafka source
+        matches them), asked with the ``kafka.``-prefixed ``options`` of Spark's source; ``None``
+        where this session cannot ask the cluster."""
         return None
 
     def on_progress(self, report: Callable[[list[Stage]], None]) -> Callable[[], None] | None:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from lakemerge.errors import ConfigError
@@ -23,6 +23,10 @@ B = TypeVar("B")
 #: A class of Delta's Spark jar, whose jar file names the Spark line it was built for.
 _DELTA_CLASS = "org.apache.spark.sql.delta.DeltaLog"
 _DELTA_JAR = re.compile(r"delta-spark_(\d+\.\d+)_[\d.]+-([^/]+?)\.jar$")
+
+
+#: How long the Kafka cluster is given to answer a question about its topics.
+_KAFKA_SECONDS = 60
 
 
 def _line(version: str) -> tuple[int, int]:
@@ -94,6 +98,40 @@ class ClassicBackend(Backend):
         encoder = jclass(self.spark, "org.apache.spark.sql.Encoders").STRING()
         dataset = getattr(texts._jdf, "as")(encoder)
         return SparkFrame(self.spark._jsparkSession.read().json(dataset), self.spark).schema
+
+    def kafka_partitions(
+        self, servers: str, options: Mapping[str, str], topics: Sequence[str], pattern: str | None
+    ) -> list[tuple[str, int]] | None:
+        """Asked of the cluster by Kafka's admin client in the session's JVM (the Kafka source's
+        dependency); ``None`` when the JVM has no such client or the cluster does not answer."""
+        utils = jclass(self.spark, "org.apache.spark.util.Utils")
+        if not utils.classIsLoadable("org.apache.kafka.clients.admin.Admin"):
+            return None
+        settings = jclass(self.spark, "java.util.Properties")()
+        settings.setProperty("bootstrap.servers", servers)
+        for name, value in options.items():
+            if name.startswith("kafka.") and name != "kafka.bootstrap.servers":
+                settings.setProperty(name.removeprefix("kafka."), value)
+        seconds = jclass(self.spark, "java.util.concurrent.TimeUnit").SECONDS
+        admin = jclass(self.spark, "org.apache.kafka.clients.admin.Admin").create(settings)
+        try:
+            names = [str(n) for n in admin.listTopics().names().get(_KAFKA_SECONDS, seconds)]
+            if pattern is not None:
+                matcher = jclass(self.spark, "java.util.regex.Pattern").compile(pattern)
+                chosen = [n for n in names if matcher.matcher(n).matches()]
+            else:
+                chosen = [n for n in names if n in set(topics)]
+            if not chosen:
+                return []
+            listed = jclass(self.spark, "java.util.ArrayList")()
+            for name in chosen:
+                listed.add(name)
+            described = admin.describeTopics(listed).allTopicNames().get(_KAFKA_SECONDS, seconds)
+            return sorted((str(name), int(p.partition())) for name in chosen for p in described.get(name).partitions())
+        except Exception:  # (the cluster did not answer: the caller starts where it can without)
+            return None
+        finally:
+            admin.close()
 
     def stages(self) -> list[Stage] | None:
         tracker = self.spark.sparkContext.statusTracker()

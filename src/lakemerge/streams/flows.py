@@ -1,5 +1,9 @@
 """What one streaming query reads and what it does with each micro-batch: a table's stream (each
 micro-batch one batch of the table), or a group's (each micro-batch a transaction over its tables).
+
+A Kafka micro-batch is known by its records' offsets, never by its id: the table's commits (a
+group's: its point) record the offsets they applied, a micro-batch applies only its records above
+them, and a query started without a checkpoint starts where they end (:mod:`lakemerge.streams.resume`).
 """
 
 from __future__ import annotations
@@ -9,13 +13,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lakemerge.batch.attempts import apply_table
-from lakemerge.batch.frames import FrameBatch
+from lakemerge.batch.frames import FrameBatch, kafka_ranges
+from lakemerge.batch.groups import applied_offsets
 from lakemerge.batch.transactions import Transaction, source_of
 from lakemerge.config import PipelineConfig, TableConfig
 from lakemerge.config.stream import StreamConfig
 from lakemerge.feeds.files import literal
 from lakemerge.results import BatchResult
+from lakemerge.streams import resume
 from lakemerge.streams.sources import kafka_frame, stream_frame
+from lakemerge.table.offsets import unapplied
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -47,9 +54,15 @@ def table_flow(table: TableConfig) -> Flow:
     def apply(frame: DataFrame, epoch: int) -> list[BatchResult]:
         return _apply_table(table, stream, name, frame, epoch)
 
+    def read(spark: SparkSession) -> DataFrame:
+        if stream.source != "kafka":
+            return stream_frame(spark, table, stream)
+        applied = resume.table_offsets(spark, table, name)
+        return kafka_frame(spark, stream, starting=resume.starting(spark, stream, applied))
+
     return Flow(
         name,
-        lambda spark: stream_frame(spark, table, stream),
+        read,
         stream.checkpoint,
         stream.interval_seconds,
         apply,
@@ -60,7 +73,8 @@ def table_flow(table: TableConfig) -> Flow:
 
 def group_flow(pipeline: PipelineConfig, group: str) -> Flow:
     """A group's stream: one query over its tables' topics, each micro-batch a transaction over the
-    tables (transaction id: the micro-batch's id plus one)."""
+    tables (its id one more than the group's last): its records that the group's point does not
+    say were applied (by their offsets), each table applying those its own commits did not."""
     config = pipeline.groups[group]
     assert config.stream is not None
     tables = [pipeline.table(name) for name in config.tables]
@@ -73,18 +87,27 @@ def group_flow(pipeline: PipelineConfig, group: str) -> Flow:
     def apply(frame: DataFrame, epoch: int) -> list[BatchResult]:
         from pyspark.sql import functions as F
 
-        tx = Transaction(pipeline, group, epoch + 1, frame.sparkSession)
+        ranges = kafka_ranges(frame)
+        last, applied = applied_offsets(frame.sparkSession, config)
+        if not unapplied(ranges, applied):
+            return []  # (every record was applied: by a transaction before a lost checkpoint, say)
+        tx = Transaction(pipeline, group, (last or 0) + 1, frame.sparkSession)
         for table in tables:
             assert table.stream is not None
-            part = frame.filter(F.col("topic").isin(list(table.stream.topics)))
-            if not part.isEmpty():
-                tx.apply(table.name, part, records=table.stream)
+            topics = set(table.stream.topics)
+            part = {p: r for p, r in ranges.items() if p[0] in topics}
+            if part:
+                records = frame.filter(F.col("topic").isin(sorted(topics)))
+                tx.apply(table.name, records, records=table.stream, ranges=part)
         return list(tx.commit().batches)
+
+    def read(spark: SparkSession) -> DataFrame:
+        return kafka_frame(spark, stream, starting=resume.starting(spark, stream, applied_offsets(spark, config)[1]))
 
     name = config.stream.name or f"stream:{group}"
     return Flow(
         name,
-        lambda spark: kafka_frame(spark, stream),
+        read,
         config.stream.checkpoint,
         config.stream.interval_seconds,
         apply,
@@ -100,7 +123,8 @@ def _apply_table(
     batches as the table's limits make of them (every file is applied before the micro-batch ends)."""
     spark = frame.sparkSession
     if stream.source == "kafka":
-        result = apply_table(table, spark=spark, frame=FrameBatch(frame, name, epoch, stream))
+        batch = FrameBatch(frame, name, epoch, stream, ranges=kafka_ranges(frame))
+        result = apply_table(table, spark=spark, frame=batch)
         return [result] if result.version is not None or result.applied_before else []
     # (file names only; each as a pattern that names that file alone, whatever characters it holds)
     inputs = sorted(literal(str(row[0])) for row in frame.select("path").collect())

@@ -2,10 +2,10 @@
 each micro-batch applied by ``foreachBatch`` as one batch of the table.
 
 Exactly once across crashes: the query's checkpoint holds the offsets (or files) of each
-micro-batch before it runs, and a restarted query runs the micro-batch in progress again under
-the same id, which is the batch id lakemerge records with the commit: a micro-batch that committed
-before the crash commits nothing the second time (Kafka records), or finds its files applied
-(files).
+micro-batch before it runs, and a restarted query runs the micro-batch in progress again; the
+commit records the Kafka offsets it applied (or its files), so a micro-batch that committed before
+the crash commits nothing the second time, whatever its id, and a query whose checkpoint was lost
+starts where the tables' offsets end (:mod:`lakemerge.streams.flows`).
 
 Stopping (``stop`` set, e.g. by SIGINT or SIGTERM) waits for the micro-batch in progress to
 commit, then stops every query; a micro-batch that would start after that is not applied (its

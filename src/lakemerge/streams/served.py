@@ -138,6 +138,7 @@ def _result(table: TableConfig, record: dict[str, Any], row: Any) -> BatchResult
         seconds=seconds,
         source=(record.get("source") or {}).get("name"),
         source_batch=(record.get("source") or {}).get("batch"),
+        source_offsets=(record.get("source") or {}).get("offsets") or {},
         files_added=figures["files_added"],
         files_removed=figures["files_removed"],
         bytes_added=figures["bytes_added"],

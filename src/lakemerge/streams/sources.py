@@ -42,14 +42,15 @@ def stream_frame(spark: SparkSession, table: TableConfig, stream: StreamConfig) 
     return _files(spark, table, stream)
 
 
-def kafka_frame(spark: SparkSession, stream: StreamConfig) -> DataFrame:
-    """Spark's Kafka source subscribed as ``stream`` says."""
+def kafka_frame(spark: SparkSession, stream: StreamConfig, *, starting: str | None = None) -> DataFrame:
+    """Spark's Kafka source subscribed as ``stream`` says, starting (without a checkpoint) at
+    ``starting`` (default: the stream's ``starting_offsets``)."""
     reader = spark.readStream.format("kafka").option("kafka.bootstrap.servers", stream.bootstrap_servers)
     if stream.topics:
         reader = reader.option("subscribe", ",".join(stream.topics))
     else:
         reader = reader.option("subscribePattern", stream.topic_pattern)
-    reader = reader.option("startingOffsets", stream.starting_offsets)
+    reader = reader.option("startingOffsets", starting or stream.starting_offsets)
     if stream.max_records_per_batch is not None:
         reader = reader.option("maxOffsetsPerTrigger", stream.max_records_per_batch)
     return reader.options(**stream.options).load()

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from lakemerge.errors import InputError
 from lakemerge.results import AppliedFile
 from lakemerge.spark.scoped import scoped_conf
+from lakemerge.table.offsets import Ends, ends_from_record, ends_of_record, furthest
 from lakemerge.table.snapshots import commits, latest_snapshot
 from lakemerge.table.store import sql_path, table_exists
 
@@ -117,6 +118,8 @@ class Ledger:
         snapshots: per feed index, the position of the last full snapshot applied (docs/semantics.md §5).
         sources: per source of batches given as DataFrames, the greatest batch id committed from it
             (its batches up to that one are applied: ``lakemerge.apply_changes``).
+        offsets: per source of Kafka records (a stream), one past the last offset its commits
+            applied in each topic's partition (:mod:`lakemerge.table.offsets`).
         last_batch: the greatest batch number a record in the history carries (rolled-back
             batches included: Delta's transaction state keeps their numbers too), or ``None``
             when the history holds no batch record (a new table, or log cleanup removed them all).
@@ -127,6 +130,7 @@ class Ledger:
     snapshots: dict[int, list[Any]] = field(default_factory=dict)
     sources: dict[str, int] = field(default_factory=dict)
     last_batch: int | None = None
+    offsets: dict[str, Ends] = field(default_factory=dict)
 
 
 def state(spark: SparkSession, path: str, *, log_path: str | None = None) -> tuple[bool, Ledger]:
@@ -147,6 +151,10 @@ def state(spark: SparkSession, path: str, *, log_path: str | None = None) -> tup
             for name in {*found.sources, *logged.sources}
         },
         last_batch=max(numbers) if numbers else None,
+        offsets={
+            name: furthest(found.offsets.get(name, {}), logged.offsets.get(name, {}))
+            for name in {*found.offsets, *logged.offsets}
+        },
     )
 
 
@@ -220,6 +228,7 @@ class _Walk:
     snapshot_versions: dict[int, list[tuple[int, list[Any]]]] = field(default_factory=dict)
     source_versions: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     last_batch: int | None = None
+    offset_versions: dict[str, list[tuple[int, Ends]]] = field(default_factory=dict)
 
     def copy(self) -> _Walk:
         return _Walk(
@@ -230,6 +239,7 @@ class _Walk:
             snapshot_versions={feed: list(items) for feed, items in self.snapshot_versions.items()},
             source_versions={name: list(items) for name, items in self.source_versions.items()},
             last_batch=self.last_batch,
+            offset_versions={name: list(items) for name, items in self.offset_versions.items()},
         )
 
     def add(self, row: Any) -> None:
@@ -247,6 +257,9 @@ class _Walk:
                 self.source_versions = {
                     name: [(v, n) for v, n in items if v <= undone] for name, items in self.source_versions.items()
                 }
+                self.offset_versions = {
+                    name: [(v, e) for v, e in items if v <= undone] for name, items in self.offset_versions.items()
+                }
             self.batches = {i: v for i, v in self.batches.items() if v <= undone}
             self.snapshot_versions = {
                 feed: [(v, pos) for v, pos in items if v <= undone] for feed, items in self.snapshot_versions.items()
@@ -262,6 +275,9 @@ class _Walk:
         source = record.get("source")
         if isinstance(source, dict) and isinstance(source.get("batch"), int):
             self.source_versions.setdefault(str(source["name"]), []).append((version, source["batch"]))
+        if isinstance(source, dict) and (source.get("offsets") or source.get("ends")):
+            applied = furthest(ends_of_record(source.get("offsets")), ends_from_record(source.get("ends")))
+            self.offset_versions.setdefault(str(source["name"]), []).append((version, applied))
 
     def ledger(self) -> Ledger:
         return Ledger(
@@ -270,6 +286,7 @@ class _Walk:
             snapshots={feed: items[-1][1] for feed, items in self.snapshot_versions.items() if items},
             sources={name: max(n for _, n in items) for name, items in self.source_versions.items() if items},
             last_batch=self.last_batch,
+            offsets={name: furthest(*(e for _, e in items)) for name, items in self.offset_versions.items()},
         )
 
 
