@@ -118,10 +118,36 @@ def spark(connect_url: str | None, request: pytest.FixtureRequest) -> Iterator[o
     )
     if any(item.get_closest_marker("s3") is not None for item in request.session.items):
         settings = with_storage(settings, ["s3a://tests"])  # (S3A's jars, as lakemerge adds them)
+    from pyspark.sql import SparkSession
+
+    found = SparkSession.getActiveSession()
+    if found is not None:  # (it would be reused as it is: another master, no Kafka source, ...)
+        pytest.fail(f"a Spark session ({found.conf.get('spark.master')}) was started before the suite's own")
     with _one_start_at_a_time():
         session = lakemerge.get_spark(settings)
+    _SUITE_SESSION.append(session)
     yield session
     session.stop()
+
+
+#: The suite's session, once the ``spark`` fixture has started it.
+_SUITE_SESSION: list[object] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_session_of_its_own(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that runs lakemerge in this process without the ``spark`` fixture must not start a
+    session: later tests of the worker would get it (``get_spark`` reuses an active session) in place
+    of the suite's (two cores, the Kafka source, the suite's settings)."""
+    yield
+    if _SUITE_SESSION or "pyspark.sql" not in sys.modules:
+        return
+    from pyspark.sql import SparkSession
+
+    found = SparkSession.getActiveSession()
+    if found is not None and not type(found).__module__.startswith("pyspark.sql.connect"):
+        found.stop()
+        pytest.fail(f"{request.node.nodeid} started a Spark session of its own: give it the spark fixture")
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -44,16 +44,19 @@ def test_a_key_without_a_description_is_found() -> None:
             named: described, on
                 two lines.
             first / second: both described.
+            s3_key: a name with a digit.
         """
 
         named: int = 0
         first: int = 0
         second: int = 0
+        s3_key: int = 0
         forgotten: int = 0
 
     fields = Described.model_fields
     assert fields["named"].description == "described, on two lines."
     assert fields["first"].description == fields["second"].description == "both described."
+    assert fields["s3_key"].description == "a name with a digit."
     assert fields["forgotten"].description is None
 
 

@@ -64,8 +64,12 @@ def test_a_server_that_does_not_answer_is_named_at_once() -> None:
 def test_a_command_given_a_server_that_does_not_answer_prints_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from pyspark.sql import SparkSession
+
     monkeypatch.setenv("LAKEMERGE_CONFIG", str(tmp_path / "none.toml"))
     (tmp_path / "none.toml").write_text("")
+    # A command's own process has no session yet (this one may hold the suite's, which would be reused).
+    monkeypatch.setattr(SparkSession, "getActiveSession", classmethod(lambda cls: None))
     url = f"sc://127.0.0.1:{_closed_port()}"
     result = runner.invoke(app, ["history", str(tmp_path / "table"), "--remote", url])
     assert result.exit_code == 2, result.output

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from lakemerge.config.loading import is_uri
 
-_ENTRY = re.compile(r"(?P<names>[a-z_]+(?: / [a-z_]+)*): (?P<text>.*)")
+_ENTRY = re.compile(r"(?P<names>[a-z_][a-z0-9_]*(?: / [a-z_][a-z0-9_]*)*): (?P<text>.*)")
 
 
 def absolute(path: str) -> str:
