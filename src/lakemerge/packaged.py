@@ -18,10 +18,19 @@ def read_text(package: str, name: str) -> str:
     Raises:
         InstallationError: the file is not in the installed package.
     """
+    return read_bytes(package, name).decode("utf-8")
+
+
+def read_bytes(package: str, name: str) -> bytes:
+    """The bytes of the packaged file ``name`` (a ``/``-separated path) of ``package``.
+
+    Raises:
+        InstallationError: the file is not in the installed package.
+    """
     try:
         found = resources.files(package)
         for part in name.split("/"):
             found = found.joinpath(part)
-        return found.read_text(encoding="utf-8")
+        return found.read_bytes()
     except (OSError, ModuleNotFoundError) as exc:
         raise InstallationError(f"{package.replace('.', '/')}/{name}") from exc

@@ -37,8 +37,8 @@ class SparkSettings(Model):
             log store): safe while one driver writes a table; two drivers committing one version at
             once can both succeed, and one commit is lost. ``conditional``: each commit is a
             put-if-absent through S3's conditional write (``If-None-Match``), so that of two drivers
-            committing one version one wins and the other commits after it (a JDK's ``javac``
-            builds its log store once; the store must support conditional writes, as S3 does; a
+            committing one version one wins and the other commits after it (its log store ships
+            compiled, a JRE runs it; the store must support conditional writes, as S3 does; a
             Spark Connect server's own settings decide for its sessions).
         app_name: the application name shown by Spark.
         conf: extra Spark settings, passed through unchanged (``spark.executor.memory`` ...).
