@@ -4,11 +4,6 @@ its bucket for each test, read back with delta-rs."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,14 +12,9 @@ from typing import Any
 
 import pytest
 
+from bench.moto import KEY, s3a_settings, start_moto
+
 BUCKET = "lake"
-KEY = "testing"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass(frozen=True)
@@ -37,14 +27,7 @@ class S3:
     @property
     def settings(self) -> dict[str, str]:
         """S3A's settings for the endpoint (``fs.s3a.`` names)."""
-        return {
-            "fs.s3a.endpoint": self.endpoint,
-            "fs.s3a.endpoint.region": "us-east-1",
-            "fs.s3a.path.style.access": "true",
-            "fs.s3a.connection.ssl.enabled": "false",
-            "fs.s3a.access.key": KEY,
-            "fs.s3a.secret.key": KEY,
-        }
+        return s3a_settings(self.endpoint)
 
     @property
     def spark_conf(self) -> dict[str, str]:
@@ -72,25 +55,6 @@ class S3:
             aws_secret_access_key=KEY,
             region_name="us-east-1",
         )
-
-
-def start_moto(log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """moto's server on a free port of 127.0.0.1, once it answers."""
-    command = shutil.which("moto_server") or os.path.join(os.path.dirname(sys.executable), "moto_server")
-    port = free_port()
-    output = log.open("wb")
-    server = subprocess.Popen([command, "-H", "127.0.0.1", "-p", str(port)], stdout=output, stderr=subprocess.STDOUT)
-    output.close()
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return server, f"http://127.0.0.1:{port}"
-        except OSError:
-            if time.monotonic() > deadline or server.poll() is not None:
-                server.kill()
-                raise RuntimeError(f"moto's server did not start (see {log})") from None
-            time.sleep(0.2)
 
 
 @pytest.fixture(scope="session")

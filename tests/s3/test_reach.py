@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from bench.moto import free_port, start_moto
 from lakemerge.cli.app import app
-from tests.s3.conftest import BUCKET, S3, free_port, start_moto
+from tests.s3.conftest import BUCKET, S3
 
 pytestmark = pytest.mark.s3
 

@@ -166,6 +166,25 @@ class ArrowFileSystem(FileSystem):
         except Exception as exc:
             raise StorageError(_reason(exc)) from None
 
+    def write(self, path: str, data: bytes) -> None:
+        fs, inner, _ = self._arrow(path)
+        try:
+            if not self._object_store:
+                fs.create_dir(os.path.dirname(inner) or "/", recursive=True)
+            with fs.open_output_stream(inner) as out:
+                out.write(data)
+        except Exception as exc:
+            raise StorageError(_reason(exc)) from None
+
+    def delete(self, path: str) -> None:
+        fs, inner, _ = self._arrow(path)
+        try:
+            fs.delete_file(inner)
+        except FileNotFoundError:
+            return
+        except Exception as exc:
+            raise StorageError(_reason(exc)) from None
+
     def open(self, path: str) -> BinaryIO:
         fs, inner, _ = self._arrow(path)
         try:

@@ -121,6 +121,22 @@ class FileSystem(abc.ABC):
             StorageError: it cannot be opened.
         """
 
+    @abc.abstractmethod
+    def write(self, path: str, data: bytes) -> None:
+        """Write ``data`` as the file ``path`` (its folder made as needed), replacing one there.
+
+        Raises:
+            StorageError: it cannot be written (here, or by this filesystem at all).
+        """
+
+    @abc.abstractmethod
+    def delete(self, path: str) -> None:
+        """Delete the file ``path`` (nothing when there is none).
+
+        Raises:
+            StorageError: it cannot be deleted.
+        """
+
     def parquet_schema(self, path: str) -> StructType | None:
         """The Spark schema of the Parquet file ``path`` as Spark reads it from its footer
         (:func:`lakemerge.storage.footers.parquet_schema`); ``None`` where it cannot be read so."""

@@ -118,6 +118,24 @@ class HadoopFileSystem(FileSystem):
                 return bool(fs.getRawFileSystem().rename(source, target))
         return bool(fs.rename(source, target))
 
+    def write(self, path: str, data: bytes) -> None:
+        hpath = self._path(path)
+        try:
+            out = self._fs(hpath).create(hpath, True)
+            try:
+                out.write(bytearray(data))
+            finally:
+                out.close()
+        except Exception as exc:
+            raise StorageError(java_message(exc)) from None
+
+    def delete(self, path: str) -> None:
+        hpath = self._path(path)
+        try:
+            self._fs(hpath).delete(hpath, False)
+        except Exception as exc:
+            raise StorageError(java_message(exc)) from None
+
     def open(self, path: str) -> BinaryIO:
         hpath = self._path(path)
         try:

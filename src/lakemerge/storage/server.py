@@ -117,6 +117,12 @@ class ServerFileSystem(FileSystem):
     def move(self, source: str, target: str) -> None:
         raise StorageError(self.immovable)
 
+    def write(self, path: str, data: bytes) -> None:
+        raise StorageError(f"{path}: files are listed by the Spark Connect server, and not written from this client")
+
+    def delete(self, path: str) -> None:
+        raise StorageError(f"{path}: files are listed by the Spark Connect server, and not deleted from this client")
+
     def open(self, path: str) -> BinaryIO:
         found = self.status(path)
         if found is None or found.directory:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -21,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 from lakemerge.errors import InputError
 from lakemerge.results import AppliedFile
 from lakemerge.spark.scoped import scoped_conf
-from lakemerge.table.offsets import Ends, ends_from_record, ends_of_record, furthest
+from lakemerge.table import saved_walks
+from lakemerge.table.offsets import Ends, ends_from_record, ends_of_record, ends_record, furthest
 from lakemerge.table.snapshots import commits, latest_snapshot
 from lakemerge.table.store import sql_path, table_exists
 
@@ -182,35 +184,64 @@ def ledger(spark: SparkSession, path: str) -> Ledger:
     The walk is kept per table for the life of the process, and the next call reads only the
     commits made since (Delta's history is append-only): a table applied to every few minutes
     gathers thousands of commits, and reading all of them for every batch would make a batch's
-    cost grow with the table's age. A table recreated at the same path (another Delta table id),
-    or history that does not continue the walk, is walked again from its start."""
+    cost grow with the table's age. A process's first walk starts from the walk saved beside the
+    table (:mod:`lakemerge.table.saved_walks`), which also keeps what commits removed by Delta's
+    log cleanup said. A table recreated at the same path (another Delta table id), or history
+    that does not continue the walk, is walked again from its start."""
     snapshot = latest_snapshot(spark, path)
     latest, table_id = snapshot.version, snapshot.table_id
     with _WALKS_LOCK:
         kept = _WALKS.get(path)
     walk: _Walk | None = None
     if kept is not None and kept.table_id == table_id and kept.version <= latest:
-        walk = kept.copy()
-        if latest > walk.version:
-            fresh = commit_rows(spark, path, walk.version + 1, latest)
-            if fresh is None:
-                # A few more than the versions known to be new: a commit may land meanwhile.
-                rows = history_rows(spark, path, limit=latest - walk.version + _HISTORY_SLACK)
-                fresh = sorted((r for r in rows if int(r["version"]) > walk.version), key=lambda r: int(r["version"]))
-            numbers = [int(r["version"]) for r in fresh]
-            expected = list(range(walk.version + 1, walk.version + 1 + len(numbers)))
-            if not numbers or numbers != expected or numbers[-1] < latest:
-                walk = None  # not a continuation of the walk: walk again
-            else:
-                for row in fresh:
-                    walk.add(row)
+        walk = _continued(spark, path, kept.copy(), latest)
+    if walk is None:
+        saved = saved_walks.load(spark, path, table_id, latest)
+        walk = _continued(spark, path, _Walk.from_json(table_id, saved), latest) if saved else None
     if walk is None:
         walk = _Walk(table_id=table_id)
         for row in reversed(history_rows(spark, path)):
             walk.add(row)
     with _WALKS_LOCK:
         _WALKS[path] = walk
+    _keep(spark, path, walk)
     return walk.ledger()
+
+
+def _continued(spark: SparkSession, path: str, walk: _Walk, latest: int) -> _Walk | None:
+    """``walk`` with the commits after its version up to ``latest`` added; ``None`` when the
+    history does not continue it."""
+    if latest == walk.version:
+        return walk
+    fresh = commit_rows(spark, path, walk.version + 1, latest)
+    if fresh is None:
+        # A few more than the versions known to be new: a commit may land meanwhile.
+        rows = history_rows(spark, path, limit=latest - walk.version + _HISTORY_SLACK)
+        fresh = sorted((r for r in rows if int(r["version"]) > walk.version), key=lambda r: int(r["version"]))
+    numbers = [int(r["version"]) for r in fresh]
+    expected = list(range(walk.version + 1, walk.version + 1 + len(numbers)))
+    if not numbers or numbers != expected or numbers[-1] < latest:
+        return None
+    for row in fresh:
+        walk.add(row)
+    return walk
+
+
+def _keep(spark: SparkSession, path: str, walk: _Walk) -> None:
+    """Save ``walk`` beside the table when the saved one is due (:mod:`lakemerge.table.saved_walks`);
+    what was saved is remembered for the process, and a failed save is not tried again in it."""
+    with _WALKS_LOCK:
+        known = _SAVED.get(path)
+    if known is None or known[0] != walk.table_id:
+        listed = saved_walks.saved(spark, path, walk.table_id)
+        known = (walk.table_id, listed[0][0], listed[0][2]) if listed else (walk.table_id, -1, 0.0)
+    behind = walk.version - known[1]
+    stale = time.time() - known[2] >= saved_walks.STALE_SECONDS
+    if known[1] < 0 or behind >= saved_walks.EVERY or (behind > 0 and stale):
+        saved_walks.save(spark, path, walk.table_id, walk.to_json())
+        known = (walk.table_id, walk.version, time.time())
+    with _WALKS_LOCK:
+        _SAVED[path] = known
 
 
 #: Extra history rows read beyond the versions known to be new (commits landing during the read).
@@ -240,6 +271,41 @@ class _Walk:
             source_versions={name: list(items) for name, items in self.source_versions.items()},
             last_batch=self.last_batch,
             offset_versions={name: list(items) for name, items in self.offset_versions.items()},
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The walk as JSON values (:mod:`lakemerge.table.saved_walks`)."""
+        return {
+            "version": self.version,
+            "files": [[f.path, f.size, f.modified, v] for f, v in self.files.values()],
+            "batches": self.batches,
+            "snapshot_versions": {str(feed): items for feed, items in self.snapshot_versions.items()},
+            "source_versions": self.source_versions,
+            "last_batch": self.last_batch,
+            "offset_versions": {
+                name: [[v, ends_record(e)] for v, e in items] for name, items in self.offset_versions.items()
+            },
+        }
+
+    @classmethod
+    def from_json(cls, table_id: str, found: dict[str, Any]) -> _Walk:
+        """The walk :meth:`to_json` gave."""
+        return cls(
+            table_id=table_id,
+            version=int(found["version"]),
+            files={p: (AppliedFile(path=p, size=int(n), modified=int(m)), int(v)) for p, n, m, v in found["files"]},
+            batches={str(i): int(v) for i, v in found["batches"].items()},
+            snapshot_versions={
+                int(feed): [(int(v), pos) for v, pos in items] for feed, items in found["snapshot_versions"].items()
+            },
+            source_versions={
+                name: [(int(v), int(n)) for v, n in items] for name, items in found["source_versions"].items()
+            },
+            last_batch=found["last_batch"],
+            offset_versions={
+                name: [(int(v), ends_from_record(e)) for v, e in items]
+                for name, items in found["offset_versions"].items()
+            },
         )
 
     def add(self, row: Any) -> None:
@@ -291,6 +357,11 @@ class _Walk:
 
 
 _WALKS: dict[str, _Walk] = {}
+
+
+#: Per table path, the walk saved beside it as this process knows it: table id, version (-1:
+#: none), when it was saved.
+_SAVED: dict[str, tuple[str, int, float]] = {}
 
 
 _WALKS_LOCK = threading.Lock()
