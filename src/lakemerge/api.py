@@ -38,6 +38,7 @@ from lakemerge.results import (
     TableSummary,
     VacuumResult,
 )
+from lakemerge.sessions import remote_of as remote_of
 from lakemerge.sessions import single_driver_tables as single_driver_tables
 from lakemerge.sessions import spark_conf as spark_conf
 from lakemerge.sessions import spark_session as spark_session

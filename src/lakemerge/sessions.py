@@ -67,6 +67,19 @@ def spark_session(
     return spark
 
 
+def remote_of(settings: SparkSettings | None = None, *, remote: str | None = None) -> str | None:
+    """The Spark Connect server a session started with ``settings`` (laid over the user's own,
+    ``remote`` over both) works through, or ``None`` for a Spark started here.
+
+    Raises:
+        ConfigError: the URL given is not a Spark Connect URL.
+    """
+    from lakemerge.config.user import layered
+    from lakemerge.spark.remote import remote_url
+
+    return remote_url(layered(settings, remote=remote))
+
+
 def with_session(
     spark: SparkSession | None, settings: SparkSettings | None = None, paths: Sequence[str] = ()
 ) -> SparkSession:

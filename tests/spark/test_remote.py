@@ -79,3 +79,20 @@ def test_a_command_given_a_server_that_does_not_answer_prints_one_line(
 
 def test_this_pyspark_is_not_the_client_alone() -> None:
     assert remote.client_only() is False
+
+
+def test_the_demo_on_a_server_says_it_works_there_not_that_spark_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pyspark.sql import SparkSession
+
+    monkeypatch.setenv("LAKEMERGE_CONFIG", str(tmp_path / "none.toml"))
+    (tmp_path / "none.toml").write_text("")
+    monkeypatch.setattr(SparkSession, "getActiveSession", classmethod(lambda cls: None))
+    url = f"sc://127.0.0.1:{_closed_port()}"
+    result = runner.invoke(app, ["demo", "--dir", str(tmp_path / "demo"), "--remote", url])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines() == [
+        f"Working on the Spark Connect server at {url} ...",
+        f"error: cannot reach the Spark Connect server at {url}: Connection refused",
+    ]

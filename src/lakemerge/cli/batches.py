@@ -254,7 +254,11 @@ def demo(
 ) -> None:
     """Apply chombo's product example: master data, then inserts and updates, and a delete file."""
     shown = output.pick(json_out)
-    shown.note("Starting Spark (the first start downloads Delta's jars) ...")
+    url = api.remote_of(remote=remote)
+    if url is None:
+        shown.note("Starting Spark (the first start downloads Delta's jars) ...")
+    else:
+        shown.note(f"Working on the Spark Connect server at {url} ...")
     spark = api.spark_session(master=master, remote=remote, verbose=verbose)
     with spark_progress(spark, shown.err, enabled=not (quiet or json_out), label="applying the demo's batches"):
         result = api.demo(directory, spark=spark)
