@@ -1,14 +1,15 @@
 """What a batch costs on S3 as its table ages: ``python -m bench.s3 [--ages 10 100 1000]``.
 
 moto's S3 server on 127.0.0.1 (:mod:`bench.moto`) holds a table, its landing zone and its archive;
-the same pipeline runs beside it on the local filesystem. Each table is aged by commits of one row
-each, carrying a batch record as a batch's commit does (what the ledger walk reads; Delta
-checkpoints its log every ten commits as for any table);
-at each age a file of ten rows lands and is applied as ``lakemerge run`` applies it (the batch, then
-the file's move to the archive), three times: once as a new process's first batch
-(the ledger walked from the table's start), twice with the walk kept (every later batch of a
-process). For each, S3A's own request counters (its ``IOStatistics``: GET, HEAD, LIST, PUT, DELETE,
-COPY and their sum) and the batch's seconds, against the local filesystem's seconds.
+the same pipeline runs beside it on the local filesystem. Each table is aged by commits that update
+one row (rewriting the table's one file, as a batch does), each carrying a batch record under
+lakemerge's transaction identifier as a batch's commit does (what the ledger walk reads); Delta
+checkpoints the log every ten commits, and the ledger is walked every ten, saving the walk beside
+the table when it is due, as batches do. At each age a file of ten rows lands and is applied as
+``lakemerge run`` applies it (the batch, then the file's move to the archive), three times: once as
+a new process's first batch (nothing kept in the process), twice as a process's later batches.
+For each, S3A's own request counters (its ``IOStatistics``: GET, HEAD, LIST, PUT, DELETE, COPY and
+their sum) and the batch's seconds, against the local filesystem's seconds.
 """
 
 from __future__ import annotations
@@ -99,8 +100,9 @@ class Lake:
 
     def age_to(self, age: int) -> None:
         """Commits until the table has had ``age`` batches: the first a DataFrame batch (which
-        creates the table), the others appends of one row, each carrying a batch record as a file
-        batch's commit does (what the ledger walk reads) under lakemerge's transaction identifier."""
+        creates the table), the others updates of one row that rewrite its one file (as a batch
+        does), each carrying a batch record as a file batch's commit does (what the ledger walk
+        reads) under lakemerge's transaction identifier."""
         import lakemerge
         from lakemerge.table import ledger
 
@@ -116,9 +118,10 @@ class Lake:
                 "txn_version": n,
                 "files": [{"path": f"{self.root}/landing/aged{n:06d}.csv", "size": 100, "modified": n}],
             }
-            row = self.spark.createDataFrame([(10_000 + n, n, f"aged{n}")], "k int, seq bigint, v string")
             with ledger.commit_record(self.spark, record, txn_version=n):
-                row.write.format("delta").mode("append").save(self.table.path)
+                self.spark.sql(f"UPDATE delta.`{self.table.path}` SET v = 'aged{n}' WHERE k = {n % 10}")
+            if n % 10 == 0:  # (as the batches' own walks do: the walk saved when it is due)
+                ledger.ledger(self.spark, self.table.path)
 
     def file_batch(self, *, forget_walk: bool) -> tuple[dict[str, int], float]:
         """One CSV file of ten rows landed, applied and archived; S3A's requests and the seconds."""
@@ -128,8 +131,9 @@ class Lake:
         self.files += 1
         text = "k,seq,op,v\n" + "".join(f"{k},{10**9 + self.files * 10 + k},U,f{self.files}\n" for k in range(10))
         self._write(f"{self.root}/landing/f{self.files:05d}.csv", text)
-        if forget_walk:
+        if forget_walk:  # (what a new process knows)
             ledger._WALKS.clear()
+            ledger._SAVED.clear()
         before = self._counters()
         started = time.perf_counter()
         [result] = lakemerge.run(self.pipeline, max_batches=1, spark=self.spark)

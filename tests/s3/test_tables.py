@@ -101,6 +101,12 @@ def test_every_write_mode_on_s3(spark: Any, s3: S3, lake: str, tmp_path: Path, m
         assert applied == [f"{lake}/in/a/{ODD}", f"{lake}/in/b/c_2.csv"]
     assert cli("run", str(config))["batches"] == []
     assert rows(s3, f"{lake}/t") == want
+    saved = [o for o in objects(s3, lake, "t/_lakemerge_ledger") if o.endswith(".json.gz")]
+    assert len(saved) == 1, "the ledger walk saved beside the table, on S3"
+    from lakemerge.table import ledger
+
+    ledger._WALKS.clear()  # (a new process: it starts from the saved walk)
+    assert sorted(ledger.ledger(spark, f"{lake}/t").files) == sorted(applied if mode != "log" else [])
 
 
 def test_quarantine_skip_and_archive_on_s3(spark: Any, s3: S3, lake: str, tmp_path: Path) -> None:
