@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 #: The folder of saved walks, in the table's folder.
 FOLDER = "_lakemerge_ledger"
 #: Commits a saved walk may be behind the table before it is saved again.
-EVERY = 100
+EVERY = 20
 #: Seconds a saved walk behind the table may age before it is saved again.
 STALE_SECONDS = 86_400.0
 #: How many saved walks are kept (the newest, and the one before it for a reader listing meanwhile).
