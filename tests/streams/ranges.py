@@ -1,5 +1,5 @@
 """The Kafka offsets a stream's commits record, read back with delta-rs from each commit's record:
-every offset sent applied by exactly one commit."""
+every offset sent applied by exactly one commit; and the JSON stream settings the Kafka tests share."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import deltalake
 
@@ -41,3 +42,17 @@ def assert_each_offset_applied_once(path: str | Path, sent: dict[Partition, int]
         assert spans[0][0] == 0 and spans[-1][1] == count, (partition, spans, count)
         for (_, end), (first, _) in itertools.pairwise(spans):
             assert end == first, f"{partition}: ranges {spans} overlap or leave a gap"
+
+
+def table_stream(root: Path, bootstrap: str, name: str, **stream: Any) -> dict[str, Any]:
+    """A ``[tables.NAME.stream]`` of JSON change records of ``id, seq, op, v`` from topic ``name``."""
+    return {
+        "bootstrap_servers": bootstrap,
+        "topics": [name],
+        "format": "json",
+        "schema": "id INT, seq BIGINT, op STRING, v STRING",
+        "op_column": "op",
+        "upsert_codes": ["I", "U"],
+        "checkpoint": str(root / "checkpoint"),
+        **stream,
+    }

@@ -15,6 +15,7 @@ import lakemerge
 from bench.kafka import produce
 from tests.helpers import read_table
 from tests.oracle import Oracle
+from tests.streams.ranges import table_stream
 
 pytestmark = pytest.mark.kafka
 
@@ -26,16 +27,7 @@ def topic() -> str:
 
 
 def pipeline(root: Path, bootstrap: str, name: str, **table: Any) -> lakemerge.PipelineConfig:
-    stream = {
-        "bootstrap_servers": bootstrap,
-        "topics": [name],
-        "format": "json",
-        "schema": "id INT, seq BIGINT, op STRING, v STRING",
-        "op_column": "op",
-        "upsert_codes": ["I", "U"],
-        "checkpoint": str(root / "checkpoint"),
-    }
-    stream.update(table.pop("stream", {}))
+    stream = table_stream(root, bootstrap, name, **table.pop("stream", {}))
     settings = {"path": str(root / "orders"), "key": "id", "sequence": "seq", "stream": stream, **table}
     return lakemerge.PipelineConfig.model_validate({"tables": {"orders": settings}})
 

@@ -18,7 +18,7 @@ import lakemerge
 from bench.kafka import produce
 from tests.helpers import read_table
 from tests.oracle import Oracle
-from tests.streams.ranges import assert_each_offset_applied_once, sent_counts
+from tests.streams.ranges import assert_each_offset_applied_once, sent_counts, table_stream
 
 pytestmark = pytest.mark.kafka
 
@@ -28,19 +28,6 @@ COLUMNS = ("id", "seq", "v")
 
 def topic() -> str:
     return f"shop.offsets.{next(_topics)}"
-
-
-def table_stream(root: Path, bootstrap: str, name: str, **stream: Any) -> dict[str, Any]:
-    return {
-        "bootstrap_servers": bootstrap,
-        "topics": [name],
-        "format": "json",
-        "schema": "id INT, seq BIGINT, op STRING, v STRING",
-        "op_column": "op",
-        "upsert_codes": ["I", "U"],
-        "checkpoint": str(root / "checkpoint"),
-        **stream,
-    }
 
 
 def pipeline(root: Path, bootstrap: str, name: str, **stream: Any) -> lakemerge.PipelineConfig:

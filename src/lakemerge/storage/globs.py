@@ -12,6 +12,7 @@ name, so an entry whose name holds ``:`` is matched like any other.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Protocol
 
 from lakemerge.storage import paths
@@ -180,12 +181,8 @@ def expand(pattern: str) -> list[str]:
 
 def _slashed_group(pattern: str) -> int | None:
     """Where the first outermost ``{`` group holding a ``/`` starts, or ``None``."""
-    depth, start, i = 0, -1, 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            i += 2
-            continue
+    depth, start = 0, -1
+    for i, c in _unescaped(pattern, 0):
         if c == "{":
             if depth == 0:
                 start = i
@@ -194,19 +191,14 @@ def _slashed_group(pattern: str) -> int | None:
             depth -= 1
             if depth == 0 and "/" in pattern[start:i]:
                 return start
-        i += 1
     return None
 
 
 def _alternatives(pattern: str, start: int) -> tuple[int, list[str]]:
     """The end of the group starting at ``start`` and its alternatives (split at its own commas)."""
-    depth, i, piece = 0, start, start + 1
+    depth, piece = 0, start + 1
     found: list[str] = []
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            i += 2
-            continue
+    for i, c in _unescaped(pattern, start):
         if c == "{":
             depth += 1
         elif c == "}":
@@ -217,5 +209,16 @@ def _alternatives(pattern: str, start: int) -> tuple[int, list[str]]:
         elif c == "," and depth == 1:
             found.append(pattern[piece:i])
             piece = i + 1
-        i += 1
     raise PatternError(f"Unclosed group in the pattern {pattern!r}")
+
+
+def _unescaped(pattern: str, start: int) -> Iterator[tuple[int, str]]:
+    """Each character of ``pattern`` from ``start`` with its index, but those a ``\\`` escapes (and
+    the backslashes themselves)."""
+    i = start
+    while i < len(pattern):
+        if pattern[i] == "\\":
+            i += 2
+            continue
+        yield i, pattern[i]
+        i += 1
