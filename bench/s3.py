@@ -1,11 +1,11 @@
 """What a batch costs on S3 as its table ages: ``python -m bench.s3 [--ages 10 100 1000]``.
 
 moto's S3 server on 127.0.0.1 (:mod:`bench.moto`) holds a table, its landing zone and its archive;
-the same pipeline runs beside it on the local filesystem. Each table is aged by commits that update
-one row (rewriting the table's one file, as a batch does), each carrying a batch record under
-lakemerge's transaction identifier as a batch's commit does (what the ledger walk reads); Delta
-checkpoints the log every ten commits, and the ledger is walked every ten, saving the walk beside
-the table when it is due, as batches do. At each age a file of ten rows lands and is applied as
+the same pipeline runs beside it on the local filesystem. Each table is aged by commits of no rows
+(the log grows, the table's files stay as they are), each carrying a batch record under lakemerge's
+transaction identifier as a batch's commit does (what the ledger walk reads); Delta checkpoints the
+log every ten commits, and the ledger is walked every ten, saving the walk beside the table when it
+is due, as batches do. At each age a file of ten rows lands and is applied as
 ``lakemerge run`` applies it (the batch, then the file's move to the archive), three times: once as
 a new process's first batch (nothing kept in the process), twice as a process's later batches.
 For each, S3A's own request counters (its ``IOStatistics``: GET, HEAD, LIST, PUT, DELETE, COPY and
@@ -100,12 +100,12 @@ class Lake:
 
     def age_to(self, age: int) -> None:
         """Commits until the table has had ``age`` batches: the first a DataFrame batch (which
-        creates the table), the others updates of one row that rewrite its one file (as a batch
-        does), each carrying a batch record as a file batch's commit does (what the ledger walk
-        reads) under lakemerge's transaction identifier."""
+        creates the table), the others appends of no rows, each carrying a batch record as a file
+        batch's commit does (what the ledger walk reads) under lakemerge's transaction identifier."""
         import lakemerge
         from lakemerge.table import ledger
 
+        self.empty = self.spark.createDataFrame([], "k int, seq bigint, v string")
         if self.batches == 0:
             rows = [(k, k, "U", "v") for k in range(10)]
             frame = self.spark.createDataFrame(rows, "k int, seq bigint, op string, v string")
@@ -119,7 +119,7 @@ class Lake:
                 "files": [{"path": f"{self.root}/landing/aged{n:06d}.csv", "size": 100, "modified": n}],
             }
             with ledger.commit_record(self.spark, record, txn_version=n):
-                self.spark.sql(f"UPDATE delta.`{self.table.path}` SET v = 'aged{n}' WHERE k = {n % 10}")
+                self.empty.write.format("delta").mode("append").save(self.table.path)
             if n % 10 == 0:  # (as the batches' own walks do: the walk saved when it is due)
                 ledger.ledger(self.spark, self.table.path)
 

@@ -2,9 +2,8 @@
 ...) and for the command line, which is a thin layer over it.
 
 Every function takes keyword arguments after the first, starts (or reuses) a SparkSession when
-none is given, and returns typed results (:mod:`lakemerge.results`). A table's path that is
-relative is taken from this process's current directory (also when Spark runs on a Spark Connect
-server, whose own directory is another).
+none is given, and returns typed results (:mod:`lakemerge.results`). A relative table path is
+taken from this process's directory (also when Spark runs on a Spark Connect server).
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from typing import Any
 
 from lakemerge.table import ledger
 from lakemerge.table.offsets import as_record, from_record, starting_offsets, unapplied
+from lakemerge.table.walk import Walk
 
 
 def test_a_batch_whose_offsets_overlap_the_applied_ones_keeps_only_the_records_above_them() -> None:
@@ -38,10 +39,10 @@ def test_the_newest_commit_alone_says_where_the_source_is() -> None:
         "batch_id": "b",
         "source": {"name": "s", "batch": 1, "offsets": {"t": {"0": [0, 5]}}, "ends": {"t": {"0": 5, "1": 40}}},
     }
-    whole = ledger._Walk(table_id="x")
+    whole = Walk(table_id="x")
     for version, record in enumerate((older, newest)):
         whole.add(_row(version, record))
-    cleaned = ledger._Walk(table_id="x")
+    cleaned = Walk(table_id="x")
     cleaned.add(_row(1, newest))
     assert whole.ledger().offsets == cleaned.ledger().offsets == {"s": {("t", 0): 5, ("t", 1): 40}}
 
@@ -55,7 +56,7 @@ def test_a_rollback_that_reapplies_makes_the_offsets_it_undoes_unapplied() -> No
         return _row(version, {"rollback": {"from_version": version - 1, "to_version": 0, "reapply": reapply}})
 
     for reapply, expected in ((True, 10), (False, 25)):
-        walk = ledger._Walk(table_id="x")
+        walk = Walk(table_id="x")
         for row in (batch(0, 0, 10), batch(1, 10, 25), rollback(2, reapply)):
             walk.add(row)
         assert walk.ledger().offsets == {"s": {("t", 0): expected}}

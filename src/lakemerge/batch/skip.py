@@ -82,7 +82,7 @@ def _pending(spark: SparkSession, table: TableConfig, files: Sequence[str]) -> l
             raise ConfigError(f"{name}: lakemerge does not read this entry ({unread[path]}); nothing to skip")
         if path not in listed:
             where = ", ".join(loc for feed in table.feeds for loc in feed.location)
-            raise ConfigError(f"{name}: not a file of table '{table.name}''s feeds ({where})")
+            raise ConfigError(f"{name}: not a file of the feeds of table '{table.name}' ({where})")
         chosen.append(listed[path])
     return chosen
 
