@@ -167,6 +167,16 @@ def _forget_tables() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
+def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The Kafka broker the streaming tests and the Kafka guide share (started once, on 127.0.0.1);
+    its address."""
+    from bench.kafka import broker
+
+    with broker(tmp_path_factory.mktemp("kafka")) as bootstrap:
+        yield bootstrap
+
+
+@pytest.fixture(scope="session")
 def spark41(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """A fresh virtual environment outside the checkout holding the built wheel with its ``spark``
     extra beside PySpark 4.1 (the older supported line): for ``-m compat``."""

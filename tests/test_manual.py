@@ -1,6 +1,8 @@
 """The manual cannot drift from the code: every pipeline key has a description, the references list
 every key, command and option, and every TOML and Python example of the README and the manual is
-valid (the walkthroughs themselves run in tests/cli/test_readme.py)."""
+valid. The pages that run as walkthroughs (tests/cli/test_readme.py, tests/cli/test_howto.py) run
+their files and Python; here, the fragments of pipeline files are validated and the Python of the
+other pages compiles."""
 
 from __future__ import annotations
 
@@ -17,17 +19,31 @@ from lakemerge.cli.app import app
 from lakemerge.config.base import Model, attribute_docs
 from lakemerge.config.pipeline_file import load_pipeline
 from manual import reference
+from tests.cli.test_howto import KAFKA as KAFKA_GUIDES
+from tests.cli.test_howto import WALKTHROUGHS as GUIDES_RUN
+from tests.cli.test_readme import WALKTHROUGHS as README_AND_TUTORIAL
+from tests.cli.walkthrough import blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
+#: The pages whose files, commands and Python run as a reader follows them.
+RUN = {*README_AND_TUTORIAL, *GUIDES_RUN, *KAFKA_GUIDES}
 
 
-def _blocks(language: str) -> list[tuple[str, str]]:
+def _blocks(language: str, *, titled: bool) -> list[tuple[str, str]]:
+    """The ``language`` blocks of every page, those with a title (a file a walkthrough writes) or
+    the others."""
     found = []
     for page in PAGES:
-        for body in re.findall(rf'^```{language}(?: title="[^"]+")?\n(.*?)^```', page.read_text(), flags=re.S | re.M):
-            found.append((str(page.relative_to(ROOT)), body))
+        name = str(page.relative_to(ROOT))
+        found += [(name, b.body) for b in blocks(page.read_text()) if b.lang == language and bool(b.title) == titled]
     return found
+
+
+def test_every_file_a_page_gives_is_written_by_a_walkthrough() -> None:
+    """A block with a title is a file the reader writes: only the pages that run may have them."""
+    titled = {str(page.relative_to(ROOT)) for page in PAGES if any(b.title for b in blocks(page.read_text()))}
+    assert titled - RUN == set()
 
 
 def test_every_pipeline_key_has_a_description() -> None:
@@ -107,16 +123,21 @@ def _completed(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-@pytest.mark.parametrize(("page", "body"), _blocks("toml"), ids=lambda v: v if v.endswith(".md") else "")
-def test_every_toml_example_is_a_valid_pipeline(page: str, body: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("page", "body"), _blocks("toml", titled=False), ids=lambda v: v if v.endswith(".md") else "")
+def test_every_pipeline_fragment_is_valid(page: str, body: str, tmp_path: Path) -> None:
+    """A TOML block without a title is part of a pipeline file: made whole, it loads."""
     data = _completed(tomllib.loads(body))
     pipeline = tmp_path / "pipeline.toml"
     pipeline.write_text(_toml(data))
     load_pipeline(pipeline)
 
 
-@pytest.mark.parametrize(("page", "body"), _blocks("python"), ids=lambda v: v if v.endswith(".md") else "")
-def test_every_python_example_compiles(page: str, body: str) -> None:
+@pytest.mark.parametrize(
+    ("page", "body"),
+    [(page, body) for page, body in _blocks("python", titled=False) if page not in RUN],
+    ids=lambda v: v if v.endswith(".md") else "",
+)
+def test_every_python_example_of_a_page_that_does_not_run_compiles(page: str, body: str) -> None:
     compile(body, page, "exec")
 
 

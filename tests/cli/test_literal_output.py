@@ -296,6 +296,16 @@ def test_progress_shows_descriptions_as_written(s: str) -> None:
     assert s in file.getvalue() and f"applying {s}" in file.getvalue()
 
 
+def test_a_batch_of_records_names_its_source_and_a_batch_of_files_its_files() -> None:
+    out = output.console(file=io.StringIO(), width=200, record=True)
+    shown = output.Output(out, out)
+    shown.item(batch(Marks("t"), files=(), source="stream:[b]orders", source_batch=7))
+    shown.item(batch(Marks("u")))
+    lines = out.export_text().splitlines()
+    assert lines[0].endswith(": committed version 3 at lake/t from batch 7 of stream:[b]orders in 1.5 s"), lines
+    assert [x for x in lines if "from 1 file(s) in 1.5 s" in x], lines
+
+
 def test_the_text_output_keeps_its_styles() -> None:
     """The table name is bold and ``error:`` bold red, while the markup-like text beside them is
     shown as written, unstyled."""

@@ -65,12 +65,8 @@ def _batch(out: Console, r: BatchResult) -> None:
         return
     else:
         verb = "created" if r.created else "committed"
-        out.print(
-            line(
-                _bold(r.table),
-                f": {verb} version {r.version} at {r.path} from {len(r.files)} file(s) in {r.seconds:.1f} s",
-            )
-        )
+        given = f"batch {r.source_batch} of {r.source}" if r.source and not r.files else f"{len(r.files)} file(s)"
+        out.print(line(_bold(r.table), f": {verb} version {r.version} at {r.path} from {given} in {r.seconds:.1f} s"))
     _ignored(out, r)
     m = r.metrics
     grid = Table(show_header=False, box=None, padding=(0, 2))
