@@ -65,7 +65,7 @@ def test_a_poison_file_is_named_with_what_to_do_then_skipped(spark: object, tmp_
     assert again.exit_code == 3 and "already applied (or skipped)" in again.output
     elsewhere = write_lines(tmp_path / "other" / "x.csv", ["id"])
     wrong = runner.invoke(app, ["skip", str(path), "-t", "t", str(elsewhere), "--reason", "r"])
-    assert wrong.exit_code == 2 and "not a file of table 't'" in wrong.output
+    assert wrong.exit_code == 2 and "not a file of the feeds of table 't'" in wrong.output
     no_reason = runner.invoke(app, ["skip", str(path), "-t", "t", str(poison), "--reason", " "])
     assert no_reason.exit_code == 2 and "reason" in no_reason.output
 
