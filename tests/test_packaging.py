@@ -47,6 +47,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]
 def test_every_packaged_file_is_in_the_wheel_and_the_sdist(built: dict[str, Path]) -> None:
     data = _package_data()
     assert "lakemerge/demo/mutator.properties" in data and "lakemerge/spark/log4j2.properties" in data
+    assert "lakemerge/spark/java/conditional-log-store.jar" in data  # (a JRE runs it: no javac at install)
     with zipfile.ZipFile(built["wheel"]) as wheel:
         in_wheel = set(wheel.namelist())
     assert [f for f in data if f not in in_wheel] == []
