@@ -266,7 +266,7 @@ def test_the_manual_s_change_feed_examples_validate(tmp_path: Path) -> None:
     import re
 
     guide = (Path(__file__).resolve().parents[2] / "docs" / "howto" / "debezium-dms.md").read_text()
-    blocks = re.findall(r"```toml\n(.*?)```", guide, flags=re.S)
+    blocks = re.findall(r'```toml(?: title="[^"]+")?\n(.*?)```', guide, flags=re.S)
     debezium = next(b for b in blocks if "[tables.accounts.feed.debezium]" in b)
     dms = next(b for b in blocks if "[tables.customers.feed.dms]" in b)
     text = "\n".join(line.removeprefix("  ") for line in (debezium + dms).splitlines())

@@ -498,7 +498,7 @@ def test_the_manual_s_history_example_validates(tmp_path: Path) -> None:
     import re
 
     guide = (Path(__file__).resolve().parents[2] / "docs" / "howto" / "history.md").read_text()
-    example = next(b for b in re.findall(r"```toml\n(.*?)```", guide, flags=re.S) if "scd2" in b)
+    example = next(b for b in re.findall(r'```toml(?: title="[^"]+")?\n(.*?)```', guide, flags=re.S) if "scd2" in b)
     (tmp_path / "p.toml").write_text(example)
     table = lakemerge.load_pipeline(tmp_path / "p.toml").table("customers")
     assert table.scd2 and table.feeds[0].snapshot and not table.feeds[1].snapshot

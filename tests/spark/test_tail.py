@@ -157,9 +157,16 @@ def raised_and_cancelled(spark: Any, error: str, actions: Callable[[Any], tuple[
     long = spark.range(0, 1200, 1, 1).select(sleep(F.lit(100).cast("bigint")))
     settled(spark)
     earlier = {job_id for job_id, *_ in jobs_since(spark, set())}
+    # A cancelled task of ``long`` must end at once, not hold its core for the next test: it checks
+    # whether it was killed only once per thousand rows of its range (100 s here), so its sleep is
+    # interrupted (the threads ``in_tail`` starts inherit the setting).
+    spark.sparkContext.setInterruptOnCancel(True)
     started = time.monotonic()
-    with pytest.raises(Exception, match=error):
-        in_tail(spark, *actions(long))
+    try:
+        with pytest.raises(Exception, match=error):
+            in_tail(spark, *actions(long))
+    finally:
+        spark.sparkContext.setInterruptOnCancel(False)
     took = time.monotonic() - started
     settled(spark)
     assert took < 60, f"raised after {took:.0f} s; the jobs, in order: {jobs_since(spark, earlier)}"
