@@ -61,16 +61,20 @@ def test_a_server_that_does_not_answer_is_named_at_once() -> None:
     assert time.monotonic() - began < remote.CONNECT_TIMEOUT + 5
 
 
-def test_a_command_given_a_server_that_does_not_answer_prints_one_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def silent_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The URL of a port nobody answers on, for a command run as in a process of its own: no user
+    settings, and no session yet (this process may hold the suite's, which would be reused)."""
     from pyspark.sql import SparkSession
 
     monkeypatch.setenv("LAKEMERGE_CONFIG", str(tmp_path / "none.toml"))
     (tmp_path / "none.toml").write_text("")
-    # A command's own process has no session yet (this one may hold the suite's, which would be reused).
     monkeypatch.setattr(SparkSession, "getActiveSession", classmethod(lambda cls: None))
-    url = f"sc://127.0.0.1:{_closed_port()}"
+    return f"sc://127.0.0.1:{_closed_port()}"
+
+
+def test_a_command_given_a_server_that_does_not_answer_prints_one_line(tmp_path: Path, silent_server: str) -> None:
+    url = silent_server
     result = runner.invoke(app, ["history", str(tmp_path / "table"), "--remote", url])
     assert result.exit_code == 2, result.output
     expected = f"error: cannot reach the Spark Connect server at {url}: Connection refused"
@@ -81,15 +85,8 @@ def test_this_pyspark_is_not_the_client_alone() -> None:
     assert remote.client_only() is False
 
 
-def test_the_demo_on_a_server_says_it_works_there_not_that_spark_starts(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from pyspark.sql import SparkSession
-
-    monkeypatch.setenv("LAKEMERGE_CONFIG", str(tmp_path / "none.toml"))
-    (tmp_path / "none.toml").write_text("")
-    monkeypatch.setattr(SparkSession, "getActiveSession", classmethod(lambda cls: None))
-    url = f"sc://127.0.0.1:{_closed_port()}"
+def test_the_demo_on_a_server_says_it_works_there_not_that_spark_starts(tmp_path: Path, silent_server: str) -> None:
+    url = silent_server
     result = runner.invoke(app, ["demo", "--dir", str(tmp_path / "demo"), "--remote", url])
     assert result.exit_code == 2, result.output
     assert result.output.strip().splitlines() == [
