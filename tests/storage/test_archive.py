@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import lakemerge
 from lakemerge.batch.run import run_tables
 from lakemerge.feeds.archive import archive_files
@@ -71,3 +73,33 @@ def test_a_run_archives_recurring_names_without_losing_one(spark: Any, tmp_path:
     assert len(run_tables([table], spark=spark)) == 1
     assert _files(tmp_path / "archive") == ["a/x.csv", "a/x.csv.1", "b/x.csv"]
     assert read_table(table.path, ["id", "v"]) == [{"id": 1, "v": "c"}, {"id": 2, "v": "b"}, {"id": 3, "v": "d"}]
+
+
+def test_a_feed_that_refuses_archive_conflicts_moves_nothing_and_names_the_entry(spark: Any, tmp_path: Path) -> None:
+    """With ``archive_conflict = "fail"``, a recurring name stops the archiving before anything of
+    the batch moves: the batch stays committed, its files in place, and once the entry in the way is
+    gone the next run archives them without applying them again."""
+    landing, archive = tmp_path / "landing", tmp_path / "archive"
+    feed = lakemerge.FeedConfig(
+        location=(str(landing),), archive=str(archive), archive_conflict="fail", format="csv", header=True,
+        op_column="op", types={"id": "int", "seq": "bigint"},
+    )  # fmt: skip
+    table = lakemerge.TableConfig(name="t", path=str(tmp_path / "table"), key=("id",), sequence=("seq",), feed=feed)
+    write_lines(landing / "a" / "x.csv", [HEADER, "1,1,I,a"])
+    run_tables([table], spark=spark)
+    write_lines(landing / "a" / "x.csv", [HEADER, "1,2,U,c"])
+    write_lines(landing / "b" / "y.csv", [HEADER, "2,1,I,b"])
+    with pytest.raises(lakemerge.InputError) as failed:
+        run_tables([table], spark=spark)
+    line = str(failed.value)
+    assert str(archive / "a" / "x.csv") in line and "exists already" in line and "nothing was moved" in line
+    assert failed.value.path is not None and failed.value.path.endswith("landing/a/x.csv")
+    assert [r.version for r in failed.value.committed] == [1], "the batch committed is reported with the failure"
+    assert _files(landing) == ["a/x.csv", "b/y.csv"] and _files(archive) == ["a/x.csv"], "nothing of the batch moved"
+    assert (archive / "a" / "x.csv").read_text().splitlines()[1] == "1,1,I,a", "the entry in the way is untouched"
+    assert read_table(table.path, ["id", "v"]) == [{"id": 1, "v": "c"}, {"id": 2, "v": "b"}]
+
+    (archive / "a" / "x.csv").rename(tmp_path / "kept.csv")
+    assert run_tables([table], spark=spark) == [], "nothing is applied again"
+    assert _files(archive) == ["a/x.csv", "b/y.csv"] and _files(landing) == []
+    assert (archive / "a" / "x.csv").read_text().splitlines()[1] == "1,2,U,c"

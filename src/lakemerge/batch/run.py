@@ -56,7 +56,8 @@ def run_tables(
             while not stop.is_set() and (max_batches is None or len(results) < max_batches):
                 with _reporting(results):
                     result = apply_table(table, spark=spark)
-                _archive(spark, table, result)
+                with _reporting([*results, result] if result.version is not None else results):
+                    _archive(spark, table, result)
                 if result.version is None:
                     break
                 results.append(result)
@@ -95,8 +96,9 @@ def run_pipeline(
                 with _reporting(results):
                     committed, point = apply_group(pipeline, group, spark=spark)
                 for result in committed:
-                    _archive(spark, pipeline.table(result.table), result)
                     results.append(result)
+                    with _reporting(results):
+                        _archive(spark, pipeline.table(result.table), result)
                     if on_result:
                         on_result(result)
                 if point is None:
@@ -138,4 +140,4 @@ def _archive(spark: SparkSession, table: TableConfig, result: BatchResult) -> No
     paths = [*result.skipped_files, *(f.path for f in result.files)]
     for feed in table.feeds:
         if feed.archive:
-            archive_files(spark, paths, feed.location, feed.archive)
+            archive_files(spark, paths, feed.location, feed.archive, conflict=feed.archive_conflict)

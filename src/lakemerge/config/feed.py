@@ -108,6 +108,7 @@ class DmsSettings(Model):
 FileOrder = Literal["name", "name_number", "mtime"]
 SnapshotOrder = Literal["name_number", "mtime", "column"]
 SnapshotScope = Literal["table", "partitions"]
+ArchiveConflict = Literal["suffix", "fail"]
 
 
 class FeedConfig(Model):
@@ -153,6 +154,9 @@ class FeedConfig(Model):
             (``mtime``); ties by path.
         null_value: the string read as null in delimited files.
         archive: a directory where ``lakemerge run`` moves files once their batch is committed.
+        archive_conflict: what an applied file whose archive name is taken already gets: ``suffix``
+            (the first free ``.1``, ``.2``, ...: both kept) or ``fail`` (nothing of the batch is
+            moved, and the run stops naming the file and the entry in its way).
         keep_columns / drop_columns: keep only the listed feed columns, or all but the listed ones
             (e.g. CDC metadata). Key, sequence and partition columns are always kept.
         snapshot: every file is (part of) a full snapshot of the table (docs/semantics.md §5 Full snapshots):
@@ -194,6 +198,7 @@ class FeedConfig(Model):
     file_order: FileOrder = "name"
     null_value: str | None = None
     archive: str | None = None
+    archive_conflict: ArchiveConflict = "suffix"
     keep_columns: tuple[str, ...] = ()
     drop_columns: tuple[str, ...] = ()
     snapshot: bool = False

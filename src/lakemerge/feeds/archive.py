@@ -9,7 +9,8 @@ it names, or a pattern's folder before its first wildcard): ``landing/a/x.csv`` 
 ``archive/a/x.csv``, ``landing/b/x.csv`` to ``archive/b/x.csv``. Nothing is ever moved over an
 existing entry: every destination is chosen before the first move, and one already taken (a file
 name that recurs in the landing zone, its earlier content archived under it) gets the first free
-suffix ``.1``, ``.2``, ...
+suffix ``.1``, ``.2``, ..., or (the feed's ``archive_conflict = "fail"``) stops the archiving
+before anything moves.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from lakemerge.config.base import absolute
+from lakemerge.config.feed import ArchiveConflict
 from lakemerge.errors import ConfigError, InputError
 from lakemerge.storage import paths
 from lakemerge.storage.filesystem import Entry, FileSystem, StorageError
@@ -41,7 +43,12 @@ def check_archive(spark: SparkSession, locations: Sequence[str], archive: str) -
 
 
 def archive_files(
-    spark: SparkSession, files: Iterable[str], locations: Sequence[str], archive: str
+    spark: SparkSession,
+    files: Iterable[str],
+    locations: Sequence[str],
+    archive: str,
+    *,
+    conflict: ArchiveConflict = "suffix",
 ) -> list[tuple[str, str]]:
     """Move each of ``files`` that ``locations`` name into the folder ``archive``, keeping its path
     relative to its location (see the module). Files already gone are passed over.
@@ -50,7 +57,8 @@ def archive_files(
         The (source, destination) pairs moved.
 
     Raises:
-        InputError: a move failed (the files before it are archived, the others stay in place).
+        InputError: a move failed (the files before it are archived, the others stay in place), or
+            with ``conflict="fail"`` a destination is taken (nothing moved).
     """
     target = filesystem(spark, archive)
     root = target.qualify(archive)
@@ -62,7 +70,14 @@ def archive_files(
         below = next((b for b in (_below(source, path, base, matched) for base, matched in bases) if b), None)
         if below is None or _status(source, path) is None:
             continue
-        destination = _free(target, paths.child(root, below), taken)
+        wanted = paths.child(root, below)
+        destination = _free(target, wanted, taken)
+        if destination != wanted and conflict == "fail":
+            raise InputError(
+                f"cannot archive the applied file: {wanted} exists already (nothing was moved; move or rename"
+                ' one of them, or set the feed\'s archive_conflict = "suffix" to keep both)',
+                path=path,
+            )
         taken.add(destination)
         planned.append((path, destination))
     moved = []
