@@ -81,7 +81,13 @@ def classify_batch(
     without column compression: :mod:`lakemerge.spark.cache`)."""
     if table.scd2:
         history = scd2.build(
-            table, valid, stored.rows, tombstones=tombstones.rows, data_columns=data_columns, partial=partial
+            table,
+            valid,
+            stored.rows,
+            tombstones=tombstones.rows,
+            data_columns=data_columns,
+            partial=partial,
+            persist=cached.persist,
         )
         history = replace(history, changes=cached.persist(history.changes), source=cached.persist(history.source))
         return Classified(history.changes, history, reach.ranges)

@@ -20,7 +20,7 @@ A batch rebuilds the history of the keys it touches, and only of those:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -103,18 +103,22 @@ def build(
     tombstones: DataFrame | None,
     data_columns: Sequence[str],
     partial: Sequence[str],
+    persist: Callable[[DataFrame], DataFrame] = lambda frame: frame,
 ) -> History:
-    """Plan the batch's history (lazy frames; the caller persists and counts)."""
+    """Plan the batch's history (lazy frames; the caller persists and counts ``changes`` and
+    ``source``). What the plan reads many times is given to ``persist``, which returns the frame
+    to build on: the batch's events, the stored versions of its keys and their timeline (without
+    it, every one of their dozen readers would read and shuffle the batch and the table again)."""
     from pyspark.sql import functions as F
 
     shape = _shape(table, valid, stored, data_columns, partial)
-    incoming = _incoming(valid, shape, data_columns)
+    incoming = persist(_incoming(valid, shape, data_columns))
     touched = incoming.select(*shape.keys).distinct()
     stored_parts: list[DataFrame] = []
     points: list[DataFrame] = []  # the stored events' sequences: a change older than its key's newest is late
     versions = None
     if stored is not None:
-        versions = _widened(stored, shape).join(touched, on=shape.key, how="left_semi")
+        versions = persist(_widened(stored, shape).join(touched, on=shape.key, how="left_semi"))
         incoming = _mark_unchanged(incoming, versions, shape)
         stored_parts += _stored_events(versions, shape)
         at = F.greatest(F.col(START_AT), col(shape.seq), F.col(END_AT))
@@ -127,7 +131,7 @@ def build(
         )
         stored_parts.append(graves)
         points.append(graves.select(*shape.keys, F.col(_SEQ).alias("_lm_p")))
-    events = _timeline(_events(incoming.filter(~F.col("_lm_unchanged")), stored_parts, shape), points, shape)
+    events = persist(_timeline(_events(incoming.filter(~F.col("_lm_unchanged")), stored_parts, shape), points, shape))
     changes = _changes(events, incoming.filter(F.col("_lm_unchanged")), shape)
     fresh = _versions(events, shape)
     source = fresh.withColumn(_ACTION, F.lit("U")) if versions is None else _difference(fresh, versions, shape)
