@@ -170,7 +170,12 @@ def test_a_source_mirrors_each_topic_into_its_own_table_one_transaction_per_micr
     ), "the table's own settings over the source's defaults"
     schema = {f.name: str(f.type) for f in deltalake.DeltaTable(str(lake(tmp_path, "orders"))).schema().fields}
     assert "decimal(10,2)" in schema["total"].lower() and "timestamp" in schema["placed"].lower()
-    assert "date" in {f.name: str(f.type) for f in deltalake.DeltaTable(str(lake(tmp_path, "customers"))).schema().fields}["born"].lower()
+    assert (
+        "date"
+        in {f.name: str(f.type) for f in deltalake.DeltaTable(str(lake(tmp_path, "customers"))).schema().fields}[
+            "born"
+        ].lower()
+    )
 
     # A second transaction touching two tables and a table whose topic is new: the point lists
     # every table, the untouched ones at the versions the last point gave them.
@@ -189,9 +194,7 @@ def test_a_source_mirrors_each_topic_into_its_own_table_one_transaction_per_micr
 
 def test_a_topic_created_while_the_source_streams_becomes_a_table(spark: Any, tmp_path: Path, kafka: str) -> None:
     db = Database(prefix())
-    config = pipeline(
-        tmp_path, kafka, db, trigger="500 ms", options={"kafka.metadata.max.age.ms": "500"}
-    )
+    config = pipeline(tmp_path, kafka, db, trigger="500 ms", options={"kafka.metadata.max.age.ms": "500"})
     db.send(spark, kafka, ORDERS, [("c", order(1, "1.00", "first"))])
     stop = threading.Event()
     committed: list[Any] = []
@@ -254,7 +257,9 @@ def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK")}
 
 
-def test_a_source_whose_checkpoint_is_lost_resumes_from_its_tables_offsets(spark: Any, tmp_path: Path, kafka: str) -> None:
+def test_a_source_whose_checkpoint_is_lost_resumes_from_its_tables_offsets(
+    spark: Any, tmp_path: Path, kafka: str
+) -> None:
     """Deleted mid-stream, then started again with ``starting_offsets = "latest"`` and another
     ``max_records_per_batch``: transactions go on from the last point, every event applied once."""
     db = Database(prefix())
@@ -267,7 +272,12 @@ def test_a_source_whose_checkpoint_is_lost_resumes_from_its_tables_offsets(spark
             if rng.random() < 0.5:
                 db.send(spark, kafka, ORDERS, [(rng.choice("cud"), order(n, f"{n}.{rng.randrange(99):02d}", "x"))])
             else:
-                db.send(spark, kafka, CUSTOMERS, [(rng.choice("cu"), {"id": n, "name": f"c{rng.randrange(9)}", "born": None})])
+                db.send(
+                    spark,
+                    kafka,
+                    CUSTOMERS,
+                    [(rng.choice("cu"), {"id": n, "name": f"c{rng.randrange(9)}", "born": None})],
+                )
 
     changes(12)
     first = lakemerge.stream(pipeline(tmp_path, kafka, db, max_records_per_batch=4), spark=spark)

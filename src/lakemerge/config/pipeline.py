@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
@@ -161,13 +162,13 @@ class PipelineConfig(Model):
             ) from None
 
 
-def _source_tables(data: dict[str, object]) -> dict[str, object]:
+def _source_tables(data: dict[str, Any]) -> dict[str, Any]:
     """``data`` with each ``[tables.NAME]`` section that names a source (``source = "..."``) moved
     into that source's ``tables``, and each source's ``state`` by default beside its tables."""
-    sources = {k: dict(v) if isinstance(v, dict) else v for k, v in data["sources"].items()}  # type: ignore[union-attr]
-    tables = data.get("tables") if isinstance(data.get("tables"), dict) else {}
+    sources: dict[str, Any] = {k: dict(v) if isinstance(v, dict) else v for k, v in data["sources"].items()}
+    tables: dict[str, Any] = data["tables"] if isinstance(data.get("tables"), dict) else {}
     kept = {}
-    for name, table in tables.items():  # type: ignore[union-attr]
+    for name, table in tables.items():
         owner = table.get("source") if isinstance(table, dict) else None
         if owner is None:
             kept[name] = table

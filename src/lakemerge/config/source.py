@@ -170,7 +170,9 @@ class SourceConfig(StreamConfig):
         for name, settings in self.tables.items():
             fed = sorted(k for k in settings if k in _FED)
             if fed:
-                raise ValueError(f"table '{name}' of the source: {fed} are not for a source's table (the source feeds it)")
+                raise ValueError(
+                    f"table '{name}' of the source: {fed} are not for a source's table (the source feeds it)"
+                )
             try:
                 _checked({**self.defaults, **settings, "name": name, "path": settings.get("path", "/table")})
             except ValueError as exc:

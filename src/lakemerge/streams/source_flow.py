@@ -24,7 +24,6 @@ from lakemerge.batch.frames import kafka_ranges
 from lakemerge.batch.groups import applied_offsets, group_config
 from lakemerge.batch.transactions import Transaction, source_of
 from lakemerge.config import GroupConfig, PipelineConfig, TableConfig
-from lakemerge.config.source import SourceConfig
 from lakemerge.errors import ConfigError, InputError
 from lakemerge.results import BatchResult
 from lakemerge.spark.cache import persisted
@@ -134,9 +133,7 @@ def _topics(records: DataFrame) -> dict[str, _Topic]:
     def at(value: object) -> tuple[int, int] | None:
         return None if value is None else (int(value[0]), int(value[1]))  # type: ignore[index]
 
-    return {
-        str(r["topic"]): _Topic(frozenset(r["keys"] or ()), at(r["keyless"]), at(r["unreadable"])) for r in rows
-    }
+    return {str(r["topic"]): _Topic(frozenset(r["keys"] or ()), at(r["keyless"]), at(r["unreadable"])) for r in rows}
 
 
 def _tables(
@@ -159,7 +156,7 @@ def _tables(
         if table in pipeline.tables:
             raise ConfigError(
                 f"topic {topic} is the source's table '{table}', which [tables.{table}] defines outside the "
-                f"source: give that section source = \"{name}\", or the source another table_name",
+                f'source: give that section source = "{name}", or the source another table_name',
                 key=f"sources.{name}.table_name",
                 source=pipeline.source,
             )
@@ -167,7 +164,7 @@ def _tables(
             other = next(iter(found[table][1]))
             raise ConfigError(
                 f"topics {other} and {topic} both become table '{table}': name the source's tables by more "
-                "of their topic (table_name = \"{schema}_{table}\")",
+                'of their topic (table_name = "{schema}_{table}")',
                 key=f"sources.{name}.table_name",
                 source=pipeline.source,
             )
