@@ -293,3 +293,28 @@ def test_a_source_whose_checkpoint_is_lost_resumes_from_its_tables_offsets(
         assert_each_offset_applied_once(lake(tmp_path, table.name), db.sent_to(table))
     shutil.rmtree(tmp_path / "checkpoint")
     assert lakemerge.stream(resumed, spark=spark) == [], "nothing new: nothing applied"
+
+
+def test_a_sources_bad_event_fails_its_transaction_or_goes_to_its_tables_quarantine(
+    spark: Any, tmp_path: Path, kafka: str
+) -> None:
+    """A batch's rules hold for each table of a source: over the threshold (the source's default,
+    0), the micro-batch stops naming the event's place and no point is recorded; a table whose own
+    settings allow one bad row quarantines it and commits the rest, counted."""
+    db = Database(prefix())
+    db.send(spark, kafka, CUSTOMERS, [("c", {"id": 1, "name": "Ada", "born": dt.date(1990, 1, 1)})])
+    bad = (0, message_key(CUSTOMERS, {"id": 2}), "not json")
+    produce(spark, kafka, db.topic(CUSTOMERS), [bad])
+    with pytest.raises(lakemerge.InputError) as raised:
+        lakemerge.stream(pipeline(tmp_path, kafka, db), spark=spark)
+    assert f"group:shop, batch 1, topic {db.topic(CUSTOMERS)}, partition 0, offset" in str(raised.value)
+    assert "malformed JSON event" in str(raised.value)
+    assert lakemerge.snapshot(pipeline(tmp_path, kafka, db), "shop", spark=spark) is None
+    lenient = pipeline(tmp_path, kafka, db, tables={"customers": {"source": "shop", "max_bad_rows": 1}})
+    results = lakemerge.stream(lenient, spark=spark)
+    assert [(r.table, r.metrics.rows_read, r.metrics.rows_bad, r.metrics.inserted) for r in results] == [
+        ("customers", 2, 1, 1)
+    ]
+    kept = lakemerge.quarantine(lenient.sources["shop"].table(db.topic(CUSTOMERS), ("id",)), spark=spark)
+    assert [r.record for r in kept] == ["not json"]
+    assert_like_the_oracle(tmp_path, db, CUSTOMERS)
