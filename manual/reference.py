@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 #: Fields of the models that are not keys of a pipeline file: filled in by the loader.
-NOT_KEYS = {("PipelineConfig", "source"), ("TableConfig", "name")}
+NOT_KEYS = {("PipelineConfig", "source"), ("TableConfig", "name"), ("SourceConfig", "tables")}
 #: Fields spelled otherwise in a pipeline file.
 SPELLED = {("TableConfig", "more_feeds"): "feeds"}
 #: How a section's name is written where a pipeline names it (a table, a group).
@@ -93,7 +93,7 @@ def pipeline_page() -> str:
         "",
         "Every key of a pipeline file (TOML), as lakemerge's configuration models read it: its type, its",
         "default and what it does. This page is made from the models when the manual is built; an unknown",
-        "key is an error naming it. `NAME` stands for a table's or a group's name.",
+        "key is an error naming it. `NAME` stands for a table's, a group's or a source's name.",
         "",
         "The user's settings file (`$LAKEMERGE_CONFIG`, else `~/.config/lakemerge/config.toml`) holds a",
         "`[spark]` section alone, with the keys below; a pipeline's `[spark]` is laid over it (its keys",

@@ -195,12 +195,12 @@ def stream(
     on_result: Callable[[BatchResult], None] | None = None,
     spark: SparkSession | None = None,
 ) -> list[BatchResult]:
-    """Run the streams of the pipeline's tables (or of ``tables``): one Structured Streaming query
-    per table with a ``stream`` section, each micro-batch one batch of the table, applied exactly
-    once across crashes and restarts (lakemerge.streams.queries). Runs until every stream stops
-    (trigger ``available_now``, or ``available_now`` here: everything available, then stop) or
-    ``stop`` is set (the micro-batch in progress commits first). The batches committed, each also
-    given to ``on_result`` as it commits.
+    """Run the streams of the pipeline's tables and sources (or of ``tables``, which may name
+    sources): a query per table with a ``stream`` section, each micro-batch one batch of the table,
+    and per source, each micro-batch a transaction over its tables (lakemerge.streams.queries).
+    Runs until every stream stops (trigger ``available_now``, or ``available_now`` here: everything
+    available, then stop) or ``stop`` is set (the micro-batch in progress commits first). The
+    batches committed, each also given to ``on_result`` as it commits.
 
     Raises:
         ConfigError: no chosen table has a stream.
@@ -240,13 +240,13 @@ def snapshot(pipeline: Pipeline, group: str, *, spark: SparkSession | None = Non
 def snapshots(
     pipeline: Pipeline, *, groups: Sequence[str] | None = None, spark: SparkSession | None = None
 ) -> dict[str, GroupPoint | None]:
-    """The consistent point of each group of the pipeline (or of ``groups``).
+    """The consistent point of each group and source of the pipeline (or of ``groups``).
 
     Raises:
-        ConfigError: the pipeline defines no group.
+        ConfigError: the pipeline defines no group nor source.
     """
     config = _pipeline(pipeline)
-    names = list(groups or config.groups)
+    names = list(groups or [*config.groups, *config.sources])
     if not names:
         raise ConfigError("the pipeline defines no group ([groups.NAME] with tables and state)", source=config.source)
     session = _session(spark, config.spark, storage_paths(config))

@@ -20,7 +20,8 @@ Pipeline = PipelineConfig | str | os.PathLike[str]
 
 def storage_paths(config: PipelineConfig) -> list[str]:
     """Every path the pipeline's commands may touch: each table's, its side tables', its feeds'
-    locations and archives, its stream's checkpoint, and each group's state and checkpoint."""
+    locations and archives, its stream's checkpoint, each group's state and checkpoint, and each
+    source's tables' folder (its path template's fixed part), state and checkpoint."""
     found: list[str] = []
     for table in config.tables.values():
         found.extend((table.path, table.quarantine, table.tombstone_table, table.log_table))
@@ -34,6 +35,8 @@ def storage_paths(config: PipelineConfig) -> list[str]:
         found.append(group.state)
         if group.stream is not None:
             found.append(group.stream.checkpoint)
+    for source in config.sources.values():
+        found.extend((source.table_path.split("{", 1)[0], source.state, source.checkpoint))
     return found
 
 

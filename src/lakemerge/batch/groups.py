@@ -131,11 +131,14 @@ def latest_version(spark: SparkSession, path: str) -> int:
 
 
 def group_config(pipeline: PipelineConfig, group: str) -> GroupConfig:
-    """The group called ``group``, or a ConfigError naming the pipeline's groups."""
+    """The group called ``group`` (a source: where its points are recorded, its tables those each
+    point lists), or a ConfigError naming the pipeline's groups and sources."""
+    if group not in pipeline.groups and group in pipeline.sources:
+        return GroupConfig.model_construct(tables=(), state=pipeline.sources[group].state, stream=None)
     try:
         return pipeline.groups[group]
     except KeyError:
-        known = ", ".join(sorted(pipeline.groups)) or "none"
+        known = ", ".join(sorted([*pipeline.groups, *pipeline.sources])) or "none"
         raise ConfigError(
             f"no group named '{group}'; the pipeline has: {known}", key="groups", source=pipeline.source
         ) from None

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from lakemerge.batch.attempts import apply_table
 from lakemerge.batch.frames import FrameBatch
-from lakemerge.batch.groups import applied_offsets, group_config, latest_version, record_point
+from lakemerge.batch.groups import applied_offsets, group_config, latest_version, record_point, snapshot
 from lakemerge.config import PipelineConfig
 from lakemerge.config.feed import FeedConfig
 from lakemerge.config.records import RecordsConfig
@@ -51,6 +51,9 @@ class Transaction:
     spark: SparkSession
     staged: dict[str, tuple[DataFrame, FeedConfig | RecordsConfig, Ranges | None]] = field(default_factory=dict)
     result: TransactionResult | None = None
+    #: A source's transaction (its group the tables this one touches): the point keeps the
+    #: versions the last point gave the tables it does not touch.
+    carry: bool = False
 
     def apply(
         self, table: str, changes: DataFrame, *, records: RecordsConfig | None = None, ranges: Ranges | None = None
@@ -87,6 +90,9 @@ class Transaction:
                 batches.append(apply_table(self.pipeline.table(name), spark=self.spark, frame=frame))
         tables = [t for t in map(self.pipeline.table, config.tables) if store.table_exists(self.spark, t.path)]
         versions = {t.name: latest_version(self.spark, t.path) for t in tables}
+        if self.carry:
+            last_point = snapshot(self.pipeline, self.group, spark=self.spark)
+            versions = {**(last_point.versions if last_point is not None else {}), **versions}
         read = [ends(r) for _, _, r in self.staged.values() if r is not None]
         offsets = furthest(applied, *read) if read else None
         point = record_point(self.spark, self.group, config, versions, transaction=self.id, offsets=offsets)

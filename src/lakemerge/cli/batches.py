@@ -183,8 +183,9 @@ def stream(
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Run the tables' change streams (Kafka, or the landing zones as streams of files): each
-    micro-batch one batch, exactly once across restarts.
+    """Run the tables' change streams (Kafka, or the landing zones as streams of files) and the
+    sources' (a whole database's Debezium topics): each micro-batch one batch, or for a source one
+    transaction over its tables, exactly once across restarts.
 
     SIGINT or SIGTERM lets the micro-batch in progress commit, then stops every stream and exits 0.
     """

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
 from lakemerge.config.base import Model, absolute
+from lakemerge.config.source import SourceConfig, default_state
 from lakemerge.config.spark import IDENTIFIER, SparkSettings
 from lakemerge.config.stream import GroupStreamConfig
 from lakemerge.config.table import TableConfig
@@ -49,12 +51,16 @@ class PipelineConfig(Model):
         tables: the Delta tables the pipeline maintains, by name (letters, digits and ``_``).
         groups: tables applied together, by name: each group run commits one batch to each of
             its tables, then records the group's point.
+        sources: whole databases mirrored from Debezium, by name: each topic a table, created on
+            its first event, all streamed by one query whose micro-batches are transactions over
+            the tables they touch (see :class:`~lakemerge.config.source.SourceConfig`).
         source: the pipeline file the configuration was read from (set by the loader).
     """
 
     spark: SparkSettings = Field(default_factory=SparkSettings)
     tables: dict[str, TableConfig] = Field(default_factory=dict, validate_default=True)
     groups: dict[str, GroupConfig] = Field(default_factory=dict)
+    sources: dict[str, SourceConfig] = Field(default_factory=dict)
     source: str | None = None
 
     @model_validator(mode="after")
@@ -94,6 +100,8 @@ class PipelineConfig(Model):
     @model_validator(mode="before")
     @classmethod
     def _name_tables(cls, data: object) -> object:
+        if isinstance(data, dict) and isinstance(data.get("sources"), dict):
+            data = _source_tables(data)
         if isinstance(data, dict) and isinstance(data.get("tables"), dict):
             tables = {}
             for name, table in data["tables"].items():
@@ -102,6 +110,17 @@ class PipelineConfig(Model):
                 tables[name] = table
             data = {**data, "tables": tables}
         return data
+
+    @model_validator(mode="after")
+    def _sources_named(self) -> PipelineConfig:
+        if not self.tables and not self.sources:
+            raise ValueError("the pipeline defines no table: add a [tables.NAME] or a [sources.NAME] section")
+        for name in self.sources:
+            if not IDENTIFIER.fullmatch(name):
+                raise ValueError(f"source name {name!r} must be letters, digits and underscores")
+            if name in self.groups:
+                raise ValueError(f"'{name}' is both a group and a source: give them different names")
+        return self
 
     @model_validator(mode="after")
     def _catalog_names(self) -> PipelineConfig:
@@ -116,8 +135,6 @@ class PipelineConfig(Model):
     @field_validator("tables")
     @classmethod
     def _some_table(cls, value: dict[str, TableConfig]) -> dict[str, TableConfig]:
-        if not value:
-            raise ValueError("the pipeline defines no table: add a [tables.NAME] section")
         for name in value:
             if not IDENTIFIER.match(name):
                 raise ValueError(f"table name {name!r} must be letters, digits and underscores")
@@ -143,3 +160,24 @@ class PipelineConfig(Model):
                 key="tables",
                 source=self.source,
             ) from None
+
+
+def _source_tables(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with each ``[tables.NAME]`` section that names a source (``source = "..."``) moved
+    into that source's ``tables``, and each source's ``state`` by default beside its tables."""
+    sources: dict[str, Any] = {k: dict(v) if isinstance(v, dict) else v for k, v in data["sources"].items()}
+    tables: dict[str, Any] = data["tables"] if isinstance(data.get("tables"), dict) else {}
+    kept = {}
+    for name, table in tables.items():
+        owner = table.get("source") if isinstance(table, dict) else None
+        if owner is None:
+            kept[name] = table
+            continue
+        source = sources.get(owner)
+        if not isinstance(source, dict):
+            raise ValueError(f"table '{name}' names source '{owner}', which the pipeline does not define")
+        source["tables"] = {**(source.get("tables") or {}), name: {k: v for k, v in table.items() if k != "source"}}
+    for name, source in sources.items():
+        if isinstance(source, dict) and "state" not in source and isinstance(source.get("table_path"), str):
+            source["state"] = default_state(source["table_path"], name)
+    return {**data, "tables": kept, "sources": sources}

@@ -23,6 +23,12 @@ Layout::
     [groups.sales]               # optional: tables applied together
     tables = ["orders", "order_lines"]
     state = "lake/_groups/sales"
+
+    [sources.shop]               # optional: a whole database from Debezium, a table per topic
+    bootstrap_servers = "kafka:9092"
+    topic_pattern = "shop[.]public[.].*"
+    table_path = "lake/{schema}/{table}"
+    checkpoint = "checkpoints/shop"
 """
 
 from __future__ import annotations
@@ -67,8 +73,8 @@ def load_pipeline(path: str | os.PathLike[str]) -> PipelineConfig:
 
 
 def _resolve_paths(data: dict[str, Any], base: Path) -> None:
-    """Make relative table, feed, stream checkpoint and metastore paths relative to the pipeline
-    file's folder."""
+    """Make relative table, feed, stream checkpoint, source and metastore paths relative to the
+    pipeline file's folder."""
     spark = data.get("spark")
     if isinstance(spark, dict):
         for key in ("metastore_dir", "warehouse"):
@@ -79,6 +85,12 @@ def _resolve_paths(data: dict[str, Any], base: Path) -> None:
             # in whatever directory a scheduler starts the job from.
             spark.setdefault("metastore_dir", str(base / "metastore"))
             spark.setdefault("warehouse", str(base / "warehouse"))
+    sources = data.get("sources")
+    if isinstance(sources, dict):
+        for source in sources.values():
+            for key in ("table_path", "checkpoint", "state") if isinstance(source, dict) else ():
+                if isinstance(source.get(key), str):
+                    source[key] = _absolute(source[key], base)
     groups = data.get("groups")
     if isinstance(groups, dict):
         for group in groups.values():

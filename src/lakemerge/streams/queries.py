@@ -1,5 +1,7 @@
 """Run a pipeline's streams: one Structured Streaming query per table with a ``stream`` section,
-each micro-batch applied by ``foreachBatch`` as one batch of the table.
+each micro-batch applied by ``foreachBatch`` as one batch of the table (a group's stream: one query
+for its tables; a source: one query for a whole database's topics, each micro-batch a transaction
+over the tables it touches).
 
 Exactly once across crashes: the query's checkpoint holds the offsets (or files) of each
 micro-batch before it runs, and a restarted query runs the micro-batch in progress again; the
@@ -26,6 +28,7 @@ from lakemerge.results import BatchResult
 from lakemerge.spark.backends import backend
 from lakemerge.streams import served
 from lakemerge.streams.flows import Flow, group_flow, table_flow
+from lakemerge.streams.source_flow import source_flow
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -76,7 +79,8 @@ def run_streams(
     """Run the streams of the pipeline's tables (or of ``tables``) until each stops (``available_now``
     or its trigger ``available_now``: once everything available is applied) or ``stop`` is set;
     the batches committed, each also given to ``on_result``. A group with a ``stream`` section runs
-    one query for its tables (each micro-batch a transaction over them).
+    one query for its tables (each micro-batch a transaction over them), and so does each source
+    (all of them, or those ``tables`` names) for the tables of its topics.
 
     Raises:
         ConfigError: no chosen table has a stream.
@@ -110,12 +114,16 @@ def run_streams(
 
 
 def _flows(pipeline: PipelineConfig, tables: Sequence[str] | None) -> list[Flow]:
-    """The queries to run: one per streaming group among the chosen tables, one per other table
-    with a stream."""
-    chosen = [t for t in pipeline.tables_named(tables) if t.stream is not None]
-    if not chosen:
-        raise ConfigError("no table has a stream: add a [tables.NAME.stream] section", source=pipeline.source)
-    flows: list[Flow] = []
+    """The queries to run: one per source (among ``tables``, when they name sources), one per
+    streaming group among the chosen tables, one per other table with a stream."""
+    sources = [s for s in pipeline.sources if not tables or s in tables]
+    named = [t for t in tables or () if t not in pipeline.sources]
+    chosen = [t for t in pipeline.tables_named(named) if t.stream is not None] if named or not tables else []
+    if not chosen and not sources:
+        raise ConfigError(
+            "no table has a stream: add a [tables.NAME.stream] or a [sources.NAME] section", source=pipeline.source
+        )
+    flows: list[Flow] = [source_flow(pipeline, s) for s in sources]
     grouped: set[str] = set()
     for table in chosen:
         group = pipeline.group_of(table.name)

@@ -25,9 +25,11 @@ _FILES = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY
 
 def with_kafka(pipeline: PipelineConfig, matching: versions.Pairing | None = None) -> SparkSettings:
     """The pipeline's Spark settings, with the Kafka source of ``matching`` (default: the installed
-    Spark's) among the packages when a table streams from Kafka (unless the pipeline names a Kafka
+    Spark's) among the packages when a table or a source streams from Kafka (unless the pipeline names a Kafka
     source of its own)."""
-    kafka = any(t.stream is not None and t.stream.source == "kafka" for t in pipeline.tables.values())
+    kafka = bool(pipeline.sources) or any(
+        t.stream is not None and t.stream.source == "kafka" for t in pipeline.tables.values()
+    )
     if not kafka or any(p.startswith(KAFKA_ARTIFACT) for p in pipeline.spark.packages):
         return pipeline.spark
     package = (matching or versions.installed_pairing()).kafka
