@@ -93,3 +93,16 @@ def test_the_demo_on_a_server_says_it_works_there_not_that_spark_starts(tmp_path
         f"Working on the Spark Connect server at {url} ...",
         f"error: cannot reach the Spark Connect server at {url}: Connection refused",
     ]
+
+
+def test_a_pyspark_without_its_connect_client_s_packages_says_what_to_install(
+    tmp_path: Path, silent_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before any connection: a package PySpark's Connect client imports and this environment
+    lacks (here a module no environment has) is named with what to install."""
+    monkeypatch.setitem(remote.CLIENT_MODULES, "lakemerge_absent.module", "absent-package")
+    result = runner.invoke(app, ["history", str(tmp_path / "table"), "--remote", silent_server])
+    assert result.exit_code == 2, result.output
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith(f"error: cannot work through the Spark Connect server at {silent_server}: ")
+    assert "needs absent-package, not installed here (pip install 'pyspark[connect]'" in line

@@ -60,6 +60,7 @@ def connect(url: str, settings: SparkSettings) -> SparkSession:
     """
     from pyspark.sql import SparkSession
 
+    _client_installed(url)
     _reachable(url)
     try:
         spark = SparkSession.builder.remote(url).appName(settings.app_name).getOrCreate()
@@ -94,6 +95,37 @@ def address(url: str) -> tuple[str, int]:
     if not host or not port.isdigit():
         raise ConfigError(f"'{url}' is not a Spark Connect URL (sc://host:port)")
     return host, int(port)
+
+
+#: What PySpark's Spark Connect client imports, by module and by the package that provides it.
+CLIENT_MODULES = {
+    "grpc": "grpcio",
+    "grpc_status": "grpcio-status",
+    "google.rpc": "googleapis-common-protos",
+    "pyarrow": "pyarrow",
+    "pandas": "pandas",
+    "zstandard": "zstandard",
+}
+
+
+def _client_installed(url: str) -> None:
+    """Fail naming what to install when PySpark's Spark Connect client lacks a package it needs
+    (a PySpark installed without its ``connect`` extra)."""
+    from importlib.util import find_spec
+
+    def found(module: str) -> bool:
+        try:
+            return find_spec(module) is not None
+        except ImportError:
+            return False
+
+    missing = [package for module, package in CLIENT_MODULES.items() if not found(module)]
+    if missing:
+        raise ConfigError(
+            f"cannot work through the Spark Connect server at {url}: PySpark's Connect client needs "
+            f"{', '.join(missing)}, not installed here (pip install 'pyspark[connect]', or lakemerge's "
+            "spark or connect extra)"
+        )
 
 
 def _reachable(url: str) -> None:
