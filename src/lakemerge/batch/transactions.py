@@ -54,6 +54,9 @@ class Transaction:
     #: A source's transaction (its group the tables this one touches): the point keeps the
     #: versions the last point gave the tables it does not touch.
     carry: bool = False
+    #: A source's transaction: the key columns of its tables (those touched and those before),
+    #: recorded with the point for the tables that exist.
+    keys: dict[str, tuple[str, ...]] | None = None
 
     def apply(
         self, table: str, changes: DataFrame, *, records: RecordsConfig | None = None, ranges: Ranges | None = None
@@ -95,7 +98,8 @@ class Transaction:
             versions = {**(last_point.versions if last_point is not None else {}), **versions}
         read = [ends(r) for _, _, r in self.staged.values() if r is not None]
         offsets = furthest(applied, *read) if read else None
-        point = record_point(self.spark, self.group, config, versions, transaction=self.id, offsets=offsets)
+        keys = {t: k for t, k in (self.keys or {}).items() if t in versions}
+        point = record_point(self.spark, self.group, config, versions, transaction=self.id, offsets=offsets, keys=keys)
         return TransactionResult(self.group, self.id, tuple(batches), point)
 
 
