@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lakemerge.batch.attempts import apply_table
@@ -24,6 +25,14 @@ from lakemerge.table.snapshots import is_delta, latest_snapshot
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+
+@dataclass(frozen=True)
+class Mirrored:
+    """A source's table as its points record it: its path and its key columns."""
+
+    path: str
+    key: tuple[str, ...]
 
 
 def apply_group(
@@ -72,12 +81,12 @@ def record_point(
     *,
     transaction: int | None = None,
     offsets: Ends | None = None,
-    keys: Mapping[str, Sequence[str]] | None = None,
+    mirrored: Mapping[str, Mirrored] | None = None,
 ) -> GroupPoint:
     """Append the group's next point (one atomic Delta commit to its state), with the transaction
     that made it when there was one, and, for a stream's, the Kafka offsets the group's
     transactions applied up to it (per partition, one past the last: :func:`applied_offsets`);
-    for a source's, each of its tables' key columns (:func:`source_state`)."""
+    for a source's, the path and key of each of its tables (:func:`source_state`)."""
     previous = None
     if is_delta(spark, config.state):
         previous = spark.read.format("delta").load(config.state).agg({"point": "max"}).collect()[0][0]
@@ -96,10 +105,10 @@ def record_point(
                 point.recorded_at,
                 transaction,
                 ends_json(offsets) if offsets else None,
-                json.dumps({t: list(k) for t, k in keys.items()}, sort_keys=True) if keys else None,
+                _mirrored_json(mirrored) if mirrored else None,
             )
         ],
-        "point BIGINT, versions STRING, recorded_at BIGINT, transaction BIGINT, offsets STRING, keys STRING",
+        "point BIGINT, versions STRING, recorded_at BIGINT, transaction BIGINT, offsets STRING, tables STRING",
     )
     with localfs.writing(spark, (config.state,)):
         frame.coalesce(1).write.format("delta").mode("append").option("mergeSchema", "true").save(config.state)
@@ -114,9 +123,9 @@ def applied_offsets(spark: SparkSession, config: GroupConfig) -> tuple[int | Non
     return last, applied
 
 
-def source_state(spark: SparkSession, config: GroupConfig) -> tuple[int | None, Ends, dict[str, tuple[str, ...]]]:
-    """As :func:`applied_offsets`, with the key columns of each table the last point holding them
-    lists (a source's points: its tables' keys as they were created), in the same Spark job."""
+def source_state(spark: SparkSession, config: GroupConfig) -> tuple[int | None, Ends, dict[str, Mirrored]]:
+    """As :func:`applied_offsets`, with the tables the last point holding them lists (a source's
+    points: the path of each of its tables and the key it was created with), in the same Spark job."""
     from pyspark.sql import functions as F
 
     if not is_delta(spark, config.state):
@@ -133,10 +142,18 @@ def source_state(spark: SparkSession, config: GroupConfig) -> tuple[int | None, 
             return F.lit(None).cast("string").alias(column)
         return F.max_by(column, F.when(F.col(column).isNotNull(), F.col("point"))).alias(column)
 
-    row = points.agg(F.max("transaction").alias("transaction"), last("offsets"), last("keys")).collect()[0]
+    row = points.agg(F.max("transaction").alias("transaction"), last("offsets"), last("tables")).collect()[0]
     found = row["transaction"]
-    keys = {str(t): tuple(str(c) for c in k) for t, k in json.loads(row["keys"] or "{}").items()}
-    return (int(found) if found is not None else None), ends_from_json(row["offsets"]), keys
+    return (int(found) if found is not None else None), ends_from_json(row["offsets"]), _mirrored(row["tables"])
+
+
+def _mirrored_json(tables: Mapping[str, Mirrored]) -> str:
+    return json.dumps({t: {"path": m.path, "key": list(m.key)} for t, m in tables.items()}, sort_keys=True)
+
+
+def _mirrored(text: str | None) -> dict[str, Mirrored]:
+    found = json.loads(text or "{}")
+    return {str(t): Mirrored(str(m["path"]), tuple(str(c) for c in m["key"])) for t, m in found.items()}
 
 
 def latest_version(spark: SparkSession, path: str) -> int:

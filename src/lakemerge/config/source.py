@@ -218,9 +218,16 @@ class SourceConfig(StreamConfig):
         parts = topic_parts(topic)
         assert parts is not None
         name = self.name_of(topic)
-        own = self.tables.get(name, {})
-        settings = {**self.defaults, **own, "name": name}
-        settings.setdefault("path", self.table_path.format(**parts))
+        return self.named(name, self.tables.get(name, {}).get("path") or self.table_path.format(**parts), key)
+
+    def named(self, name: str, path: str, key: tuple[str, ...]) -> TableConfig:
+        """The source's table ``name`` at ``path`` (as the source's points record it): the
+        source's defaults under its ``[tables.NAME]`` settings, its key theirs or else ``key``.
+
+        Raises:
+            ValueError: the settings do not hold for this table.
+        """
+        settings = {**self.defaults, **self.tables.get(name, {}), "name": name, "path": path}
         if not settings.get("key"):
             settings["key"] = key
         return table_settings(settings)

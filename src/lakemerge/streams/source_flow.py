@@ -15,16 +15,21 @@ primary key) stops the stream naming the first such event's topic, partition and
 does a table whose message keys name other columns than the key it was created with (its primary
 key changed in the database), unless its ``[tables.NAME]`` section gives its key: each point records
 the key of every table of the source, so the stored key is known without reading the table.
+
+Each point also records every table's path: over Spark Connect, where the server's Python applies
+the micro-batches, the client reports their batches from the commits of the tables the last point
+lists (:mod:`lakemerge.streams.served`), whichever tables the source created meanwhile.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lakemerge.batch.frames import kafka_ranges
-from lakemerge.batch.groups import group_config, source_state
+from lakemerge.batch.groups import Mirrored, group_config, source_state
 from lakemerge.batch.transactions import Transaction, source_of
 from lakemerge.config import GroupConfig, PipelineConfig, TableConfig
 from lakemerge.errors import ConfigError, InputError
@@ -67,6 +72,13 @@ def source_flow(pipeline: PipelineConfig, name: str) -> Flow:
         finally:
             kept.unpersist()
 
+    def current(spark: SparkSession) -> tuple[TableConfig, ...]:
+        found = []
+        for table, mirrored in sorted(source_state(spark, points)[2].items()):
+            with contextlib.suppress(ValueError):  # (settings changed since: its batches are not reported)
+                found.append(source.named(table, mirrored.path, mirrored.key))
+        return tuple(found)
+
     def read(spark: SparkSession) -> DataFrame:
         return kafka_frame(spark, source, starting=resume.starting(spark, source, source_state(spark, points)[1]))
 
@@ -78,6 +90,7 @@ def source_flow(pipeline: PipelineConfig, name: str) -> Flow:
         apply,
         (),
         source_of(name),
+        current,
     )
 
 
@@ -102,8 +115,7 @@ def _apply(pipeline: PipelineConfig, name: str, records: DataFrame) -> list[Batc
             "groups": {**pipeline.groups, name: group},
         }
     )
-    keys = {**stored, **{t: table.key for t, (table, _) in tables.items()}}
-    tx = Transaction(mirrored, name, number, spark, carry=True, keys=keys)
+    tx = Transaction(mirrored, name, number, spark, carry=True, mirrored=stored)
     for table, (_, topics) in sorted(tables.items()):
         part: Ranges = {p: r for p, r in ranges.items() if p[0] in topics}
         tx.apply(table, records.filter(F.col("topic").isin(sorted(topics))), records=source, ranges=part)
@@ -149,7 +161,7 @@ def _tables(
     pipeline: PipelineConfig,
     name: str,
     topics: dict[str, _Topic],
-    stored: dict[str, tuple[str, ...]],
+    stored: dict[str, Mirrored],
     *,
     where: str,
 ) -> dict[str, tuple[TableConfig, set[str]]]:
@@ -185,10 +197,10 @@ def _tables(
                 source=pipeline.source,
             )
         key = () if source.keyed(table) else _key(topic, table, seen, where)
-        if key and table in stored and set(stored[table]) != set(key):
+        if key and table in stored and set(stored[table].key) != set(key):
             partition, offset = seen.first or (-1, -1)
             raise InputError(
-                f"table '{table}' has the key {list(stored[table])}, its events' message keys name "
+                f"table '{table}' has the key {list(stored[table].key)}, its events' message keys name "
                 f"{list(key)} (the table's primary key changed in the database): give the table its key "
                 f"in [tables.{table}] with source set, or mirror it into a new table",
                 path=f"{where}, topic {topic}, partition {partition}, offset {offset}",
