@@ -20,6 +20,8 @@ from pydantic_core import PydanticUndefined
 
 #: Fields of the models that are not keys of a pipeline file: filled in by the loader.
 NOT_KEYS = {("PipelineConfig", "source"), ("TableConfig", "name"), ("SourceConfig", "tables")}
+#: Each model may declare, as ``REFUSED``, the fields it inherits and refuses as keys (a source's
+#: ``schema``, taken from the events): they are not keys of its section.
 #: Fields spelled otherwise in a pipeline file.
 SPELLED = {("TableConfig", "more_feeds"): "feeds"}
 #: How a section's name is written where a pipeline names it (a table, a group).
@@ -63,7 +65,7 @@ def keys() -> Iterator[Key]:
     """Every key of every section, with its type, default and description."""
     for section in sections():
         for name, field in section.model.model_fields.items():
-            if (section.model.__name__, name) in NOT_KEYS or _child(field.annotation) is not None:
+            if not _is_key(section.model, name) or _child(field.annotation) is not None:
                 continue
             shown = _type(field.annotation, field.metadata)
             if name in _one_or_many(section.model):
@@ -83,7 +85,8 @@ def described_fields() -> Iterator[tuple[str, str, str | None]]:
     """Every field of every model a pipeline file reaches: ``(model, field, description)``."""
     for section in sections():
         for name, field in section.model.model_fields.items():
-            yield section.model.__name__, name, field.description
+            if name not in getattr(section.model, "REFUSED", {}):
+                yield section.model.__name__, name, field.description
 
 
 def pipeline_page() -> str:
@@ -191,6 +194,12 @@ def _walk(model: type[BaseModel], prefix: str, found: list[Section]) -> None:
         else:
             title = f"[{path}]"
         _walk(sub, title, found)
+
+
+def _is_key(model: type[BaseModel], field: str) -> bool:
+    """Whether ``field`` of ``model`` is a key of its section: not filled in by the loader, nor
+    refused by the model."""
+    return (model.__name__, field) not in NOT_KEYS and field not in getattr(model, "REFUSED", {})
 
 
 def _one_or_many(model: type[BaseModel]) -> set[str]:

@@ -98,6 +98,28 @@ def test_the_pipeline_reference_lists_every_key_with_type_and_default() -> None:
     assert "## `[[tables.NAME.feeds]]`" not in page and "`[[tables.NAME.feeds]]`" in page
 
 
+def test_the_source_reference_lists_exactly_the_keys_a_source_takes(tmp_path: Path) -> None:
+    """Each key the reference gives a ``[sources.NAME]`` section loads, written with the default it
+    shows; the keys a source refuses (inherited from a table's stream) are not listed."""
+    from lakemerge.config.source import SourceConfig
+
+    base = {"bootstrap_servers": "127.0.0.1:9092", "topic_pattern": "shop[.].*", "table_path": "{table}"}
+    base |= {"checkpoint": "c", "state": "s"}
+    every = list(reference.keys())
+    listed = [k for k in every if k.section == "[sources.NAME]"]
+    assert {"table_path", "include", "defaults", "format", "source"} <= {k.name for k in listed}
+    assert not {k.field for k in listed} & set(SourceConfig.REFUSED)
+    assert {"schema", "types", "message_key"} & {k.name for k in listed} == set()
+    for key in listed:
+        assert key.type != '`"kafka"` \\| `"files"`', "a source reads Kafka only"
+        if not key.default.startswith("`"):
+            continue
+        value = tomllib.loads(f"value = {key.default.strip('`')}")["value"]
+        pipeline = tmp_path / "pipeline.toml"
+        pipeline.write_text(_toml({"sources": {"shop": {**base, key.name: value}}}))
+        assert load_pipeline(pipeline).sources["shop"], key
+
+
 def test_the_command_reference_lists_every_command_and_option() -> None:
     page = reference.cli_page()
     group: Any = typer.main.get_command(app)

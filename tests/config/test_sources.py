@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import lakemerge
+from lakemerge.config.source import SourceConfig
 
 SOURCE = """
 [sources.shop]
@@ -98,10 +99,10 @@ def test_each_topic_is_a_table_named_by_its_topic_with_the_defaults_under_its_ow
         (('max_bad_rows = 3', 'key = ["id"]'), "sources.shop.defaults",
          "['key'] are each table's own, not defaults of a source's tables"),
         (('max_bad_rows = 3', 'colour = "red"'), "sources.shop.defaults", "colour: unknown key"),
-        (('checkpoint = "', 'format = "json"\nschema = "id INT"\ncheckpoint = "'), "sources.shop",
-         "a source reads Debezium events from Kafka"),
-        (('checkpoint = "', 'message_key = "json"\ncheckpoint = "'), "sources.shop",
-         "a source reads each table's key from the message keys' schemas"),
+        (('checkpoint = "', 'format = "json"\ncheckpoint = "'), "sources.shop.format", "'debezium'"),
+        (('checkpoint = "', 'source = "files"\ncheckpoint = "'), "sources.shop.source", "'kafka'"),
+        (('checkpoint = "', 'message_key = "json"\ncheckpoint = "'), "sources.shop.message_key",
+         "not a key of a source: a source reads each table's key from the message keys' schemas"),
         (('topic_pattern = "shop[.].*"', 'topics = ["a.b.c"]\ntopic_pattern = "shop[.].*"'), "sources.shop",
          "a kafka stream needs topics or topic_pattern (one of them)"),
         (('checkpoint = "checkpoints/shop"\n', ''), "sources.shop.checkpoint", "required key is missing"),
@@ -112,6 +113,24 @@ def test_a_wrong_source_setting_is_one_line_naming_its_key(
 ) -> None:
     error = failure(tmp_path, SOURCE.replace(*change))
     assert error.key == key and message in str(error), str(error)
+
+
+@pytest.mark.parametrize(
+    ("field", "line"),
+    [
+        ("schema_ddl", 'schema = "id INT"'),
+        ("types", 'types = { id = "int" }'),
+        ("message_key", 'message_key = "ignore"'),
+    ],
+)
+def test_each_key_a_source_refuses_is_one_line_naming_it(tmp_path: Path, field: str, line: str) -> None:
+    """Even with a harmless value: the source's tables take these from their events."""
+    assert set(SourceConfig.REFUSED) == {"schema_ddl", "types", "message_key"}
+    error = failure(tmp_path, SOURCE.replace('checkpoint = "', line + '\ncheckpoint = "'))
+    key = line.split(" =")[0]
+    assert error.key == f"sources.shop.{key}", str(error)
+    assert f"not a key of a source: {SourceConfig.REFUSED[field]}" in str(error)
+    assert load(tmp_path, SOURCE.replace('checkpoint = "', 'format = "debezium"\ncheckpoint = "')).sources
 
 
 def test_a_sources_table_settings_are_checked_with_the_defaults(tmp_path: Path) -> None:

@@ -1,9 +1,9 @@
 """A whole database's Debezium topics streamed by one source from a real Kafka broker: each table
 created on its first event (its key from the message keys' schemas, its types from the values'),
 each micro-batch one transaction over the tables it touches, a table's own settings over the
-source's defaults, a keyless table stopping the stream before anything is committed, and a lost
-checkpoint resuming from the offsets the source's points and tables recorded. Read back with
-delta-rs, compared with the plain-Python oracle."""
+source's defaults, a keyless table or a changed primary key stopping the stream before anything is
+committed, and a lost checkpoint resuming from the offsets the source's points and tables recorded.
+Read back with delta-rs, compared with the plain-Python oracle."""
 
 from __future__ import annotations
 
@@ -318,3 +318,40 @@ def test_a_sources_bad_event_fails_its_transaction_or_goes_to_its_tables_quarant
     kept = lakemerge.quarantine(lenient.sources["shop"].table(db.topic(CUSTOMERS), ("id",)), spark=spark)
     assert [r.record for r in kept] == ["not json"]
     assert_like_the_oracle(tmp_path, db, CUSTOMERS)
+
+
+def test_a_table_whose_primary_key_changed_stops_the_stream_before_anything_is_committed(
+    spark: Any, tmp_path: Path, kafka: str
+) -> None:
+    """``orders`` is created with the key ``id``; its primary key then becomes ``(id, note)`` in
+    the database, and its events' message keys say so. The micro-batch (also holding the first
+    event of ``customers``) stops with one line naming the topic, partition, offset, table, the
+    stored key and the new one: no table commits and no point is recorded. The key given in the
+    table's own section lets it through with that key."""
+    db = Database(prefix())
+    db.send(spark, kafka, ORDERS, [("c", order(1, "1.00", "a")), ("c", order(2, "2.00", "b"))])
+    config = pipeline(tmp_path, kafka, db)
+    assert {r.table for r in lakemerge.stream(config, spark=spark)} == {"orders"}
+    before = lakemerge.snapshot(config, "shop", spark=spark)
+    assert before is not None
+    orders_version = deltalake.DeltaTable(str(lake(tmp_path, "orders"))).version()
+
+    rekeyed = Table(ORDERS.name, dict(ORDERS.columns), key=("id", "note"))
+    changed = order(3, "3.00", "c")
+    partition = zlib.crc32(repr([changed[k] for k in rekeyed.key]).encode()) % 3
+    offset = db.counts.get((db.topic(ORDERS), partition), 0)
+    db.send(spark, kafka, CUSTOMERS, [("c", {"id": 1, "name": "Ada", "born": dt.date(1990, 1, 1)})])
+    db.send(spark, kafka, rekeyed, [("c", changed)])
+    with pytest.raises(lakemerge.InputError) as raised:
+        lakemerge.stream(config, spark=spark)
+    message = str(raised.value)
+    assert "\n" not in message, "one line"
+    assert f"topic {db.topic(ORDERS)}, partition {partition}, offset {offset}: " in message, message
+    assert "table 'orders' has the key ['id'], its events' message keys name ['id', 'note']" in message, message
+    assert deltalake.DeltaTable(str(lake(tmp_path, "orders"))).version() == orders_version
+    assert not lake(tmp_path, "customers").exists(), "nothing of the micro-batch is committed"
+    assert lakemerge.snapshot(config, "shop", spark=spark) == before
+
+    keyed = pipeline(tmp_path, kafka, db, tables={"orders": {"source": "shop", "key": "id"}})
+    assert {r.table for r in lakemerge.stream(keyed, spark=spark)} == {"orders", "customers"}
+    assert_like_the_oracle(tmp_path, db, ORDERS, CUSTOMERS)

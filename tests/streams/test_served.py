@@ -1,15 +1,21 @@
 """A micro-batch applied in a Spark Connect server's Python reports its failure to the client in one
 line: a lakemerge error as the server's step raised it (kind, exit code and message whole), a
-failure of the worker by its exception line, a server without lakemerge by what to install."""
+failure of the worker by its exception line, a server without lakemerge by what to install; and its
+batches through the tables' commits, a source's from the tables its points list."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+import lakemerge
 from lakemerge.errors import ConfigError, InputError, LakemergeError
 from lakemerge.streams import queries, served
+from lakemerge.streams.source_flow import source_flow
+from tests.feeds.debezium_events import Table
+from tests.streams.test_kafka_sources import CUSTOMERS, ORDERS, message_key, order
 
 
 def _as_the_query_reports(error: BaseException) -> str:
@@ -67,3 +73,48 @@ def test_a_query_the_server_cannot_start_is_one_line_naming_the_stream() -> None
     text = str(error)
     assert "\n" not in text and "could not start the query" in text and "Python worker failed to connect back" in text
     assert queries._query_name("orders") in text
+
+
+def _records(spark: Any, events: list[tuple[Table, int, int, dict[str, Any]]]) -> Any:
+    """A micro-batch of Spark's Kafka source: each event of ``table`` (a create of ``row``) at its
+    partition and offset of the topic ``shop.public.<table>``."""
+    rows = [
+        (message_key(t, row).encode(), t.event("c", None, row, 100 + at).encode(), f"shop.public.{t.name}", p, at)
+        for t, p, at, row in events
+    ]
+    return spark.createDataFrame(rows, "key BINARY, value BINARY, topic STRING, partition INT, offset BIGINT")
+
+
+def test_a_sources_batches_applied_by_the_server_reach_the_client(spark: Any, tmp_path: Path) -> None:
+    """A source's query lists no tables up front: its tables are created by their first events.
+    The client reports what the server's micro-batches committed from the tables the source's last
+    point lists, since the versions they had as the query started: a table the micro-batch created
+    included, a commit from before the query left out, each batch as the micro-batch returned it."""
+    config = lakemerge.PipelineConfig.model_validate(
+        {
+            "sources": {
+                "shop": {
+                    "bootstrap_servers": "127.0.0.1:9",
+                    "topic_pattern": "shop[.].*",
+                    "table_path": str(tmp_path / "lake" / "{table}"),
+                    "checkpoint": str(tmp_path / "checkpoint"),
+                }
+            }
+        }
+    )
+    flow = source_flow(config, "shop")
+    assert flow.tables == () and flow.tables_now(spark) == ()
+    flow.apply(_records(spark, [(ORDERS, 0, 0, order(1, "1.00", "before the query"))]), 0)
+    seen = served.versions(spark, flow.tables_now(spark))
+    assert seen == {str(tmp_path / "lake" / "orders"): 0}
+
+    events = [(ORDERS, 0, 1, order(2, "2.00", "b")), (CUSTOMERS, 1, 0, {"id": 7, "name": "Ada", "born": None})]
+    applied = flow.apply(_records(spark, events), 1)
+    reported = served.committed(spark, flow.tables_now(spark), flow.source, seen)
+
+    def shown(results: list[Any]) -> list[tuple[Any, ...]]:
+        return sorted((r.table, r.path, r.version, r.batch_id, r.source_batch, r.metrics) for r in results)
+
+    assert [r.table for r in reported] == ["customers", "orders"]
+    assert shown(reported) == shown(applied) and {r.source_batch for r in reported} == {2}
+    assert served.committed(spark, flow.tables_now(spark), flow.source, seen) == [], "each reported once"

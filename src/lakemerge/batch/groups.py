@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from lakemerge.batch.attempts import apply_table
 from lakemerge.config.pipeline import GroupConfig, PipelineConfig
@@ -24,6 +25,14 @@ from lakemerge.table.snapshots import is_delta, latest_snapshot
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+
+@dataclass(frozen=True)
+class Mirrored:
+    """A source's table as its points record it: its path and its key columns."""
+
+    path: str
+    key: tuple[str, ...]
 
 
 def apply_group(
@@ -72,10 +81,12 @@ def record_point(
     *,
     transaction: int | None = None,
     offsets: Ends | None = None,
+    mirrored: Mapping[str, Mirrored] | None = None,
 ) -> GroupPoint:
     """Append the group's next point (one atomic Delta commit to its state), with the transaction
     that made it when there was one, and, for a stream's, the Kafka offsets the group's
-    transactions applied up to it (per partition, one past the last: :func:`applied_offsets`)."""
+    transactions applied up to it (per partition, one past the last: :func:`applied_offsets`);
+    for a source's, the path and key of each of its tables (:func:`source_state`)."""
     previous = None
     if is_delta(spark, config.state):
         previous = spark.read.format("delta").load(config.state).agg({"point": "max"}).collect()[0][0]
@@ -94,9 +105,10 @@ def record_point(
                 point.recorded_at,
                 transaction,
                 ends_json(offsets) if offsets else None,
+                _mirrored_json(mirrored) if mirrored else None,
             )
         ],
-        "point BIGINT, versions STRING, recorded_at BIGINT, transaction BIGINT, offsets STRING",
+        "point BIGINT, versions STRING, recorded_at BIGINT, transaction BIGINT, offsets STRING, tables STRING",
     )
     with localfs.writing(spark, (config.state,)):
         frame.coalesce(1).write.format("delta").mode("append").option("mergeSchema", "true").save(config.state)
@@ -107,22 +119,41 @@ def applied_offsets(spark: SparkSession, config: GroupConfig) -> tuple[int | Non
     """The greatest transaction id among the group's points (``None``: none yet), and the Kafka
     offsets the last point holding any says its transactions applied (one past the last, per
     partition): what a group's stream has applied, whatever its checkpoint says (one Spark job)."""
+    last, applied, _ = source_state(spark, config)
+    return last, applied
+
+
+def source_state(spark: SparkSession, config: GroupConfig) -> tuple[int | None, Ends, dict[str, Mirrored]]:
+    """As :func:`applied_offsets`, with the tables the last point holding them lists (a source's
+    points: the path of each of its tables and the key it was created with), in the same Spark job."""
     from pyspark.sql import functions as F
 
     if not is_delta(spark, config.state):
-        return None, {}
+        return None, {}, {}
     points = spark.read.format("delta").load(config.state)
     if "transaction" not in points.columns:
-        return None, {}
+        return None, {}, {}
     if "offsets" not in points.columns:
         found = points.agg(F.max("transaction")).collect()[0][0]
-        return (int(found) if found is not None else None), {}
-    row = points.agg(
-        F.max("transaction").alias("transaction"),
-        F.max_by("offsets", F.when(F.col("offsets").isNotNull(), F.col("point"))).alias("offsets"),
-    ).collect()[0]
-    last = row["transaction"]
-    return (int(last) if last is not None else None), ends_from_json(row["offsets"])
+        return (int(found) if found is not None else None), {}, {}
+
+    def last(column: str) -> Any:
+        if column not in points.columns:
+            return F.lit(None).cast("string").alias(column)
+        return F.max_by(column, F.when(F.col(column).isNotNull(), F.col("point"))).alias(column)
+
+    row = points.agg(F.max("transaction").alias("transaction"), last("offsets"), last("tables")).collect()[0]
+    found = row["transaction"]
+    return (int(found) if found is not None else None), ends_from_json(row["offsets"]), _mirrored(row["tables"])
+
+
+def _mirrored_json(tables: Mapping[str, Mirrored]) -> str:
+    return json.dumps({t: {"path": m.path, "key": list(m.key)} for t, m in tables.items()}, sort_keys=True)
+
+
+def _mirrored(text: str | None) -> dict[str, Mirrored]:
+    found = json.loads(text or "{}")
+    return {str(t): Mirrored(str(m["path"]), tuple(str(c) for c in m["key"])) for t, m in found.items()}
 
 
 def latest_version(spark: SparkSession, path: str) -> int:

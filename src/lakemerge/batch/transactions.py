@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from lakemerge.batch.attempts import apply_table
 from lakemerge.batch.frames import FrameBatch
-from lakemerge.batch.groups import applied_offsets, group_config, latest_version, record_point, snapshot
+from lakemerge.batch.groups import Mirrored, applied_offsets, group_config, latest_version, record_point, snapshot
 from lakemerge.config import PipelineConfig
 from lakemerge.config.feed import FeedConfig
 from lakemerge.config.records import RecordsConfig
@@ -54,6 +54,9 @@ class Transaction:
     #: A source's transaction (its group the tables this one touches): the point keeps the
     #: versions the last point gave the tables it does not touch.
     carry: bool = False
+    #: A source's transaction: the path and key of its tables as the last point recorded them,
+    #: recorded again with the point, with those of the tables this one touches.
+    mirrored: dict[str, Mirrored] | None = None
 
     def apply(
         self, table: str, changes: DataFrame, *, records: RecordsConfig | None = None, ranges: Ranges | None = None
@@ -95,7 +98,13 @@ class Transaction:
             versions = {**(last_point.versions if last_point is not None else {}), **versions}
         read = [ends(r) for _, _, r in self.staged.values() if r is not None]
         offsets = furthest(applied, *read) if read else None
-        point = record_point(self.spark, self.group, config, versions, transaction=self.id, offsets=offsets)
+        mirrored = None
+        if self.mirrored is not None:
+            touched = {t.name: Mirrored(t.path, t.key) for t in tables if t.name in self.staged}
+            mirrored = {t: m for t, m in {**self.mirrored, **touched}.items() if t in versions}
+        point = record_point(
+            self.spark, self.group, config, versions, transaction=self.id, offsets=offsets, mirrored=mirrored
+        )
         return TransactionResult(self.group, self.id, tuple(batches), point)
 
 

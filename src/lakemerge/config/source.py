@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 import string
-from typing import Any
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from lakemerge.config.stream import StreamConfig
 from lakemerge.config.table import TableConfig
@@ -99,8 +99,20 @@ class SourceConfig(StreamConfig):
             for that table.
         tables: the settings of single tables of the source, by name (set by the loader from the
             ``[tables.NAME]`` sections naming this source).
+        source: ``kafka``: a source reads Kafka.
+        format: ``debezium``: a source reads Debezium change events.
     """
 
+    #: The fields of a table's stream a source does not take, each with the reason: a key of a
+    #: ``[sources.NAME]`` section naming one is an error, and the manual does not list them.
+    REFUSED: ClassVar[dict[str, str]] = {
+        "schema_ddl": "a source's tables take their columns and types from the events' schemas",
+        "types": "a source's tables take their columns and types from the events' schemas",
+        "message_key": "a source reads each table's key from the message keys' schemas",
+    }
+
+    source: Literal["kafka"] = "kafka"
+    format: Literal["debezium"] = "debezium"
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     table_path: str
@@ -108,6 +120,12 @@ class SourceConfig(StreamConfig):
     state: str
     defaults: dict[str, Any] = Field(default_factory=dict)
     tables: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @field_validator(*REFUSED, mode="before")
+    @classmethod
+    def _refused(cls, value: object, info: ValidationInfo) -> object:
+        assert info.field_name is not None
+        raise ValueError(f"not a key of a source: {cls.REFUSED[info.field_name]}")
 
     @field_validator("include", "exclude", mode="before")
     @classmethod
@@ -159,12 +177,6 @@ class SourceConfig(StreamConfig):
 
     @model_validator(mode="after")
     def _debezium_from_kafka(self) -> SourceConfig:
-        if self.source != "kafka" or self.format != "debezium":
-            raise ValueError("a source reads Debezium events from Kafka (source = 'kafka', format = 'debezium')")
-        if self.message_key != "ignore":
-            raise ValueError("a source reads each table's key from the message keys' schemas: leave message_key out")
-        if self.schema_ddl or self.types:
-            raise ValueError("a source's tables take their columns and types from the events' schemas: no schema/types")
         if self.topic_pattern is not None:
             _compiled(self.topic_pattern)
         for name, settings in self.tables.items():
@@ -206,9 +218,16 @@ class SourceConfig(StreamConfig):
         parts = topic_parts(topic)
         assert parts is not None
         name = self.name_of(topic)
-        own = self.tables.get(name, {})
-        settings = {**self.defaults, **own, "name": name}
-        settings.setdefault("path", self.table_path.format(**parts))
+        return self.named(name, self.tables.get(name, {}).get("path") or self.table_path.format(**parts), key)
+
+    def named(self, name: str, path: str, key: tuple[str, ...]) -> TableConfig:
+        """The source's table ``name`` at ``path`` (as the source's points record it): the
+        source's defaults under its ``[tables.NAME]`` settings, its key theirs or else ``key``.
+
+        Raises:
+            ValueError: the settings do not hold for this table.
+        """
+        settings = {**self.defaults, **self.tables.get(name, {}), "name": name, "path": path}
         if not settings.get("key"):
             settings["key"] = key
         return table_settings(settings)

@@ -43,6 +43,13 @@ class Flow:
     #: The source its tables' commits record its batches under (``None``: a stream of files, whose
     #: batches are recorded by their files).
     source: str | None = None
+    #: Where the tables are not known up front (a source's, created by their first events): the
+    #: tables as they are now (:meth:`tables_now`).
+    current: Callable[[SparkSession], tuple[TableConfig, ...]] | None = None
+
+    def tables_now(self, spark: SparkSession) -> tuple[TableConfig, ...]:
+        """The query's tables now: those whose commits record its batches."""
+        return self.current(spark) if self.current is not None else self.tables
 
 
 def table_flow(table: TableConfig) -> Flow:

@@ -101,7 +101,9 @@ def run_streams(
         if on_result is not None:
             on_result(result)
 
-    running = [_Running(starter(f), f, seen=None if here else served.versions(spark, f.tables)) for f in flows]
+    running = [
+        _Running(starter(f), f, seen=None if here else served.versions(spark, f.tables_now(spark))) for f in flows
+    ]
     try:
         _wait(running, gate, spark, report)
     finally:
@@ -269,7 +271,7 @@ def _collect(run: _Running, spark: SparkSession, report: Callable[[BatchResult],
     if run.seen is None:
         return
     run.progress = _last_batch(run.query)
-    for result in served.committed(spark, run.flow.tables, run.flow.source, run.seen):
+    for result in served.committed(spark, run.flow.tables_now(spark), run.flow.source, run.seen):
         report(result)
 
 

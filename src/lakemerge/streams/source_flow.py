@@ -11,17 +11,25 @@ version the point before gave them.
 Before anything of a micro-batch is applied, its topics are looked at in one Spark job: each
 table's key is the fields of its events' message keys (the JSON converter's schema, or the key
 object's fields without one), and a table whose events have no message key (a table without a
-primary key) stops the stream naming the first such event's topic, partition and offset.
+primary key) stops the stream naming the first such event's topic, partition and offset. So
+does a table whose message keys name other columns than the key it was created with (its primary
+key changed in the database), unless its ``[tables.NAME]`` section gives its key: each point records
+the key of every table of the source, so the stored key is known without reading the table.
+
+Each point also records every table's path: over Spark Connect, where the server's Python applies
+the micro-batches, the client reports their batches from the commits of the tables the last point
+lists (:mod:`lakemerge.streams.served`), whichever tables the source created meanwhile.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lakemerge.batch.frames import kafka_ranges
-from lakemerge.batch.groups import applied_offsets, group_config
+from lakemerge.batch.groups import Mirrored, group_config, source_state
 from lakemerge.batch.transactions import Transaction, source_of
 from lakemerge.config import GroupConfig, PipelineConfig, TableConfig
 from lakemerge.errors import ConfigError, InputError
@@ -44,11 +52,12 @@ _SCHEMA, _FIELDS, _UNREADABLE = "schema ", "fields ", "unreadable"
 class _Topic:
     """What one topic's records in a micro-batch say of their table's key: the distinct message
     keys' descriptions, and the first record (partition, offset) without a key, or with one that
-    is not a JSON object."""
+    is not a JSON object, or with a key."""
 
     keys: frozenset[str]
     keyless: tuple[int, int] | None
     unreadable: tuple[int, int] | None
+    first: tuple[int, int] | None = None
 
 
 def source_flow(pipeline: PipelineConfig, name: str) -> Flow:
@@ -63,8 +72,15 @@ def source_flow(pipeline: PipelineConfig, name: str) -> Flow:
         finally:
             kept.unpersist()
 
+    def current(spark: SparkSession) -> tuple[TableConfig, ...]:
+        found = []
+        for table, mirrored in sorted(source_state(spark, points)[2].items()):
+            with contextlib.suppress(ValueError):  # (settings changed since: its batches are not reported)
+                found.append(source.named(table, mirrored.path, mirrored.key))
+        return tuple(found)
+
     def read(spark: SparkSession) -> DataFrame:
-        return kafka_frame(spark, source, starting=resume.starting(spark, source, applied_offsets(spark, points)[1]))
+        return kafka_frame(spark, source, starting=resume.starting(spark, source, source_state(spark, points)[1]))
 
     return Flow(
         source.name or f"stream:{name}",
@@ -74,6 +90,7 @@ def source_flow(pipeline: PipelineConfig, name: str) -> Flow:
         apply,
         (),
         source_of(name),
+        current,
     )
 
 
@@ -84,11 +101,11 @@ def _apply(pipeline: PipelineConfig, name: str, records: DataFrame) -> list[Batc
     source = pipeline.sources[name]
     spark = records.sparkSession
     ranges = kafka_ranges(records)
-    last, applied = applied_offsets(spark, group_config(pipeline, name))
+    last, applied, stored = source_state(spark, group_config(pipeline, name))
     if not unapplied(ranges, applied):
         return []  # (every record was applied: by a transaction before a lost checkpoint, say)
     number = (last or 0) + 1
-    tables = _tables(pipeline, name, _topics(records), where=f"{source_of(name)}, batch {number}")
+    tables = _tables(pipeline, name, _topics(records), stored, where=f"{source_of(name)}, batch {number}")
     if not tables:
         return []  # (only topics that are not the source's tables, or excluded ones)
     group = GroupConfig.model_construct(tables=tuple(sorted(tables)), state=source.state, stream=None)
@@ -98,7 +115,7 @@ def _apply(pipeline: PipelineConfig, name: str, records: DataFrame) -> list[Batc
             "groups": {**pipeline.groups, name: group},
         }
     )
-    tx = Transaction(mirrored, name, number, spark, carry=True)
+    tx = Transaction(mirrored, name, number, spark, carry=True, mirrored=stored)
     for table, (_, topics) in sorted(tables.items()):
         part: Ranges = {p: r for p, r in ranges.items() if p[0] in topics}
         tx.apply(table, records.filter(F.col("topic").isin(sorted(topics))), records=source, ranges=part)
@@ -126,6 +143,7 @@ def _topics(records: DataFrame) -> dict[str, _Topic]:
             F.collect_set(F.when(key.isNotNull() & (described != _UNREADABLE), described)).alias("keys"),
             F.min(F.when(key.isNull(), place)).alias("keyless"),
             F.min(F.when(key.isNotNull() & (described == _UNREADABLE), place)).alias("unreadable"),
+            F.min(F.when(key.isNotNull(), place)).alias("first"),
         )
         .collect()
     )
@@ -133,17 +151,27 @@ def _topics(records: DataFrame) -> dict[str, _Topic]:
     def at(value: object) -> tuple[int, int] | None:
         return None if value is None else (int(value[0]), int(value[1]))  # type: ignore[index]
 
-    return {str(r["topic"]): _Topic(frozenset(r["keys"] or ()), at(r["keyless"]), at(r["unreadable"])) for r in rows}
+    return {
+        str(r["topic"]): _Topic(frozenset(r["keys"] or ()), at(r["keyless"]), at(r["unreadable"]), at(r["first"]))
+        for r in rows
+    }
 
 
 def _tables(
-    pipeline: PipelineConfig, name: str, topics: dict[str, _Topic], *, where: str
+    pipeline: PipelineConfig,
+    name: str,
+    topics: dict[str, _Topic],
+    stored: dict[str, Mirrored],
+    *,
+    where: str,
 ) -> dict[str, tuple[TableConfig, set[str]]]:
-    """The tables of the source ``name`` the topics' records go to, each with its topics.
+    """The tables of the source ``name`` the topics' records go to, each with its topics
+    (``stored``: the key of each table the source created, as its last point records them).
 
     Raises:
         InputError: a table's events without a message key (and no key in its settings), or with
-            keys that are not JSON objects or name different columns.
+            keys that are not JSON objects, name different columns, or name other columns than the
+            table's stored key.
         ConfigError: two topics' tables get one name, a table's name is one the pipeline gives a
             table outside the source, or the source's settings do not hold for a table.
     """
@@ -169,6 +197,14 @@ def _tables(
                 source=pipeline.source,
             )
         key = () if source.keyed(table) else _key(topic, table, seen, where)
+        if key and table in stored and set(stored[table].key) != set(key):
+            partition, offset = seen.first or (-1, -1)
+            raise InputError(
+                f"table '{table}' has the key {list(stored[table].key)}, its events' message keys name "
+                f"{list(key)} (the table's primary key changed in the database): give the table its key "
+                f"in [tables.{table}] with source set, or mirror it into a new table",
+                path=f"{where}, topic {topic}, partition {partition}, offset {offset}",
+            )
         try:
             found[table] = (source.table(topic, key), {topic})
         except ValueError as exc:
