@@ -288,6 +288,7 @@ def test_a_late_update_older_than_a_delete_is_not_resurrected(spark: object, tmp
     assert sorted((g["id"], g["seq"]) for g in graves) == [(1, 5), (9, 5)]
 
 
+@pytest.mark.classic  # (the tombstones' file statistics come from Delta's checksum, read in the JVM)
 def test_a_batch_newer_than_every_tombstone_reads_none_of_them(
     spark: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -318,6 +319,7 @@ def test_a_batch_newer_than_every_tombstone_reads_none_of_them(
     assert plain_rows(config.path) == [(1, 5, "tie")]
 
 
+@pytest.mark.classic  # (the tombstones' file statistics come from Delta's checksum, read in the JVM)
 def test_a_tombstone_with_an_equal_first_sequence_column_is_read(spark: object, tmp_path: Path) -> None:
     """With several sequence columns, the statistics bound only the first: a change equal to the
     newest tombstone there may still be older by the next column, so the tombstones are read."""
@@ -340,6 +342,7 @@ def test_a_tombstone_with_an_equal_first_sequence_column_is_read(spark: object, 
     assert deltalake.DeltaTable(config.path).to_pyarrow_table().num_rows == 0
 
 
+@pytest.mark.classic  # (the tombstones' file statistics come from Delta's checksum, read in the JVM)
 def test_tombstone_statistics_are_trusted_only_where_they_bound_the_sequence(spark: object, tmp_path: Path) -> None:
     """A sequence at least the newest tombstone's skips the read; an older one, one of another kind
     than the statistics', or of a kind Delta's statistics round (timestamps, floating point) never does."""
@@ -361,14 +364,11 @@ def test_tombstone_statistics_are_trusted_only_where_they_bound_the_sequence(spa
 
 @pytest.mark.parametrize("inline_ids", [tombstones.INLINE_IDS, 0], ids=["ids-in-filter", "ids-broadcast"])
 def test_tombstones_of_a_batch_that_never_committed_are_not_honoured(
-    spark: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inline_ids: int
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inline_ids: int
 ) -> None:
     """A crash between the tombstone append and the table commit leaves tombstones tagged with a
     batch id the table's history lacks: nobody honours them, and the rerun writes its own. Those of
     committed batches are honoured, whether their ids are few (in the read's filter) or many."""
-    from pyspark.sql import SparkSession
-
-    assert isinstance(spark, SparkSession)
     monkeypatch.setattr(tombstones, "INLINE_IDS", inline_ids)
     config = latest_table(tmp_path)
     b0 = write_batch(
@@ -400,12 +400,9 @@ def test_tombstones_of_a_batch_that_never_committed_are_not_honoured(
 
 @pytest.mark.parametrize("inline_ids", [tombstones.INLINE_IDS, 0], ids=["ids-in-filter", "ids-broadcast"])
 def test_vacuum_drops_orphans_and_expired_tombstones(
-    spark: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inline_ids: int
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inline_ids: int
 ) -> None:
     """Both ways of telling committed batches (their ids in the filter, or broadcast as a table)."""
-    from pyspark.sql import SparkSession
-
-    assert isinstance(spark, SparkSession)
     monkeypatch.setattr(tombstones, "INLINE_IDS", inline_ids)
     config = latest_table(tmp_path, tombstone_retention_days=1)
     b0 = write_batch(tmp_path / "b0", [[{"id": 1, "seq": 1, "op": "U", "name": "a"}, {"id": 1, "seq": 2, "op": "D"}]])
