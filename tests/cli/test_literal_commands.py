@@ -40,7 +40,7 @@ def test_an_error_shows_the_section_it_asks_for(tmp_path: Path) -> None:
     assert text.exit_code == 2, text.output
     lines = text.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {path}, key 'tables': "), text.stderr
-    assert lines[0].endswith("the pipeline defines no table: add a [tables.NAME] section"), lines[0]
+    assert lines[0].endswith("the pipeline defines no table: add a [tables.NAME] or a [sources.NAME] section"), lines[0]
     as_json = invoke("apply", str(path), "--json")
     assert as_json.exit_code == 2
     assert json.loads(as_json.stdout)["error"]["message"] == lines[0].removeprefix("error: ")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from lakemerge.config.base import Model, absolute
 from lakemerge.config.source import SourceConfig, default_state
@@ -58,9 +58,10 @@ class PipelineConfig(Model):
     """
 
     spark: SparkSettings = Field(default_factory=SparkSettings)
+    # (sources before tables: a pipeline without tables needs a source, which the tables' check reads)
+    sources: dict[str, SourceConfig] = Field(default_factory=dict)
     tables: dict[str, TableConfig] = Field(default_factory=dict, validate_default=True)
     groups: dict[str, GroupConfig] = Field(default_factory=dict)
-    sources: dict[str, SourceConfig] = Field(default_factory=dict)
     source: str | None = None
 
     @model_validator(mode="after")
@@ -113,8 +114,6 @@ class PipelineConfig(Model):
 
     @model_validator(mode="after")
     def _sources_named(self) -> PipelineConfig:
-        if not self.tables and not self.sources:
-            raise ValueError("the pipeline defines no table: add a [tables.NAME] or a [sources.NAME] section")
         for name in self.sources:
             if not IDENTIFIER.fullmatch(name):
                 raise ValueError(f"source name {name!r} must be letters, digits and underscores")
@@ -134,7 +133,9 @@ class PipelineConfig(Model):
 
     @field_validator("tables")
     @classmethod
-    def _some_table(cls, value: dict[str, TableConfig]) -> dict[str, TableConfig]:
+    def _some_table(cls, value: dict[str, TableConfig], info: ValidationInfo) -> dict[str, TableConfig]:
+        if not value and not info.data.get("sources"):
+            raise ValueError("the pipeline defines no table: add a [tables.NAME] or a [sources.NAME] section")
         for name in value:
             if not IDENTIFIER.match(name):
                 raise ValueError(f"table name {name!r} must be letters, digits and underscores")
