@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from lakemerge.config.base import absolute
 from lakemerge.config.stream import StreamConfig
 from lakemerge.config.table import TableConfig
 
@@ -54,6 +55,15 @@ def template_fields(template: str) -> list[str]:
             raise ValueError(f"'{template}': {{{field}}} takes no format or conversion")
         found.append(field)
     return found
+
+
+def _one_per_table(template: str, what: str) -> str:
+    """``template``, checked (:func:`template_fields`) to give each table its own ``what``: it
+    names ``{table}`` or ``{topic}``."""
+    named = template_fields(template)
+    if "table" not in named and "topic" not in named:
+        raise ValueError(f"'{template}' names no {{table}} (or {{topic}}): every table would get one {what}")
+    return template
 
 
 def topic_parts(topic: str) -> dict[str, str] | None:
@@ -142,28 +152,18 @@ class SourceConfig(StreamConfig):
     @field_validator("table_path")
     @classmethod
     def _path_template(cls, value: str) -> str:
-        from lakemerge.config.base import absolute
-
         if not value.strip():
             raise ValueError("must not be empty")
-        named = template_fields(value)
-        if "table" not in named and "topic" not in named:
-            raise ValueError(f"'{value}' names no {{table}} (or {{topic}}): every table would get one path")
-        return absolute(value)
+        return absolute(_one_per_table(value, "path"))
 
     @field_validator("table_name")
     @classmethod
     def _name_template(cls, value: str) -> str:
-        named = template_fields(value)
-        if "table" not in named and "topic" not in named:
-            raise ValueError(f"'{value}' names no {{table}} (or {{topic}}): every table would get one name")
-        return value
+        return _one_per_table(value, "name")
 
     @field_validator("state")
     @classmethod
     def _absolute_state(cls, value: str) -> str:
-        from lakemerge.config.base import absolute
-
         return absolute(value)
 
     @field_validator("defaults")
