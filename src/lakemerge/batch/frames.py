@@ -73,24 +73,32 @@ class FrameBatch:
     def unapplied(self, applied: Mapping[Partition, int]) -> FrameBatch | None:
         """The batch's records at or above the offsets ``applied`` (per partition, one past the last
         applied), with their ranges; ``None`` when none is (every record was applied)."""
-        from pyspark.sql import functions as F
-
         assert self.ranges is not None
         fresh = unapplied(self.ranges, applied)
         if not fresh:
             return None
         if fresh == self.ranges:
             return self
-        # (only the partitions read in part or not at all change: a condition per such partition)
-        older = [
-            (F.col("topic") == topic) & (F.col("partition") == number) & (F.col("offset") < applied[(topic, number)])
-            for (topic, number), whole in self.ranges.items()
-            if fresh.get((topic, number)) != whole
-        ]
-        seen = older[0]
-        for each in older[1:]:
-            seen = seen | each
-        return replace(self, frame=self.frame.filter(~seen), ranges=fresh)
+        return replace(self, frame=newer(self.frame, self.ranges, applied), ranges=fresh)
+
+
+def newer(frame: DataFrame, ranges: Ranges, applied: Mapping[Partition, int]) -> DataFrame:
+    """The Kafka records of ``frame`` (spanning ``ranges``) at or above the offsets ``applied``."""
+    from pyspark.sql import functions as F
+
+    fresh = unapplied(ranges, applied)
+    # (only the partitions read in part or not at all change: a condition per such partition)
+    older = [
+        (F.col("topic") == topic) & (F.col("partition") == number) & (F.col("offset") < applied[(topic, number)])
+        for (topic, number), whole in ranges.items()
+        if fresh.get((topic, number)) != whole
+    ]
+    if not older:
+        return frame
+    seen = older[0]
+    for each in older[1:]:
+        seen = seen | each
+    return frame.filter(~seen)
 
 
 def kafka_ranges(frame: DataFrame) -> Ranges:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lakemerge.batch.attempts import apply_table
@@ -33,6 +33,19 @@ class Mirrored:
 
     path: str
     key: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SourceState:
+    """What a group's (or a source's) points say: the greatest transaction id (``None``: none
+    yet), the Kafka offsets its transactions read (per partition, one past the last), the tables
+    of a source (path and key) and the version of its staging table that goes with the last point
+    (``None``: nothing ever waited)."""
+
+    last: int | None = None
+    offsets: Ends = field(default_factory=dict)
+    tables: dict[str, Mirrored] = field(default_factory=dict)
+    staging: int | None = None
 
 
 def apply_group(
@@ -82,11 +95,13 @@ def record_point(
     transaction: int | None = None,
     offsets: Ends | None = None,
     mirrored: Mapping[str, Mirrored] | None = None,
+    staging: int | None = None,
 ) -> GroupPoint:
     """Append the group's next point (one atomic Delta commit to its state), with the transaction
     that made it when there was one, and, for a stream's, the Kafka offsets the group's
-    transactions applied up to it (per partition, one past the last: :func:`applied_offsets`);
-    for a source's, the path and key of each of its tables (:func:`source_state`)."""
+    transactions read up to it (per partition, one past the last: :func:`applied_offsets`);
+    for a source's, the path and key of each of its tables and its staging table's version
+    (:func:`source_state`)."""
     previous = None
     if is_delta(spark, config.state):
         previous = spark.read.format("delta").load(config.state).agg({"point": "max"}).collect()[0][0]
@@ -106,9 +121,11 @@ def record_point(
                 transaction,
                 ends_json(offsets) if offsets else None,
                 _mirrored_json(mirrored) if mirrored else None,
+                staging,
             )
         ],
-        "point BIGINT, versions STRING, recorded_at BIGINT, transaction BIGINT, offsets STRING, tables STRING",
+        "point BIGINT, versions STRING, recorded_at BIGINT, transaction BIGINT, offsets STRING, tables STRING, "
+        "staging BIGINT",
     )
     with localfs.writing(spark, (config.state,)):
         frame.coalesce(1).write.format("delta").mode("append").option("mergeSchema", "true").save(config.state)
@@ -119,32 +136,40 @@ def applied_offsets(spark: SparkSession, config: GroupConfig) -> tuple[int | Non
     """The greatest transaction id among the group's points (``None``: none yet), and the Kafka
     offsets the last point holding any says its transactions applied (one past the last, per
     partition): what a group's stream has applied, whatever its checkpoint says (one Spark job)."""
-    last, applied, _ = source_state(spark, config)
-    return last, applied
+    state = source_state(spark, config)
+    return state.last, state.offsets
 
 
-def source_state(spark: SparkSession, config: GroupConfig) -> tuple[int | None, Ends, dict[str, Mirrored]]:
+def source_state(spark: SparkSession, config: GroupConfig) -> SourceState:
     """As :func:`applied_offsets`, with the tables the last point holding them lists (a source's
-    points: the path of each of its tables and the key it was created with), in the same Spark job."""
+    points: the path of each of its tables and the key it was created with) and the staging
+    table's version, in the same Spark job."""
     from pyspark.sql import functions as F
 
     if not is_delta(spark, config.state):
-        return None, {}, {}
+        return SourceState()
     points = spark.read.format("delta").load(config.state)
     if "transaction" not in points.columns:
-        return None, {}, {}
+        return SourceState()
     if "offsets" not in points.columns:
         found = points.agg(F.max("transaction")).collect()[0][0]
-        return (int(found) if found is not None else None), {}, {}
+        return SourceState(int(found) if found is not None else None)
 
-    def last(column: str) -> Any:
+    def last(column: str, kind: str = "string") -> Any:
         if column not in points.columns:
-            return F.lit(None).cast("string").alias(column)
+            return F.lit(None).cast(kind).alias(column)
         return F.max_by(column, F.when(F.col(column).isNotNull(), F.col("point"))).alias(column)
 
-    row = points.agg(F.max("transaction").alias("transaction"), last("offsets"), last("tables")).collect()[0]
-    found = row["transaction"]
-    return (int(found) if found is not None else None), ends_from_json(row["offsets"]), _mirrored(row["tables"])
+    row = points.agg(
+        F.max("transaction").alias("transaction"), last("offsets"), last("tables"), last("staging", "bigint")
+    ).collect()[0]
+    found, staging = row["transaction"], row["staging"]
+    return SourceState(
+        int(found) if found is not None else None,
+        ends_from_json(row["offsets"]),
+        _mirrored(row["tables"]),
+        int(staging) if staging is not None else None,
+    )
 
 
 def _mirrored_json(tables: Mapping[str, Mirrored]) -> str:

@@ -30,7 +30,7 @@ from lakemerge.config.records import RecordsConfig
 from lakemerge.errors import ConfigError
 from lakemerge.results import BatchResult, TransactionResult
 from lakemerge.table import store
-from lakemerge.table.offsets import Ranges, ends, furthest
+from lakemerge.table.offsets import Ends, Ranges, ends, furthest
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -57,6 +57,10 @@ class Transaction:
     #: A source's transaction: the path and key of its tables as the last point recorded them,
     #: recorded again with the point, with those of the tables this one touches.
     mirrored: dict[str, Mirrored] | None = None
+    #: A source's transaction: the offsets its micro-batch read (recorded by the point also where
+    #: its records wait), and the version of the source's staging table that goes with the point.
+    read: Ends | None = None
+    staging: int | None = None
 
     def apply(
         self, table: str, changes: DataFrame, *, records: RecordsConfig | None = None, ranges: Ranges | None = None
@@ -97,13 +101,22 @@ class Transaction:
             last_point = snapshot(self.pipeline, self.group, spark=self.spark)
             versions = {**(last_point.versions if last_point is not None else {}), **versions}
         read = [ends(r) for _, _, r in self.staged.values() if r is not None]
+        if self.read is not None:
+            read.append(self.read)
         offsets = furthest(applied, *read) if read else None
         mirrored = None
         if self.mirrored is not None:
             touched = {t.name: Mirrored(t.path, t.key) for t in tables if t.name in self.staged}
             mirrored = {t: m for t, m in {**self.mirrored, **touched}.items() if t in versions}
         point = record_point(
-            self.spark, self.group, config, versions, transaction=self.id, offsets=offsets, mirrored=mirrored
+            self.spark,
+            self.group,
+            config,
+            versions,
+            transaction=self.id,
+            offsets=offsets,
+            mirrored=mirrored,
+            staging=self.staging,
         )
         return TransactionResult(self.group, self.id, tuple(batches), point)
 

@@ -88,7 +88,7 @@ def _resolve_paths(data: dict[str, Any], base: Path) -> None:
     sources = data.get("sources")
     if isinstance(sources, dict):
         for source in sources.values():
-            for key in ("table_path", "checkpoint", "state") if isinstance(source, dict) else ():
+            for key in ("table_path", "checkpoint", "state", "staging") if isinstance(source, dict) else ():
                 if isinstance(source.get(key), str):
                     source[key] = _absolute(source[key], base)
     groups = data.get("groups")

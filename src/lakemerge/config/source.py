@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from lakemerge.config.base import absolute
-from lakemerge.config.stream import StreamConfig
+from lakemerge.config.stream import StreamConfig, interval_seconds
 from lakemerge.config.table import TableConfig
 
 #: The placeholders of the ``table_path`` and ``table_name`` templates.
@@ -103,6 +103,16 @@ class SourceConfig(StreamConfig):
             ``_``. Two topics whose tables get one name stop the stream.
         state: where the source's points are recorded (a Delta table; default: ``_sources/NAME``
             beside the tables' folder, e.g. ``lake/_sources/shop`` for ``lake/{schema}/{table}``).
+        transactions: ``whole`` (default): the source's points hold the database's transactions
+            whole, as Debezium's transaction metadata (``provide.transaction.metadata``) tells
+            them: the events of a transaction still missing some wait in the staging table, and
+            so do the events after them in their topic partitions; events without metadata apply
+            as they come. ``micro-batch``: each micro-batch applies all its events, metadata or not.
+        transaction_timeout: how long a transaction may wait for the rest of its events and its
+            ``END`` record (an interval: ``15 minutes``, the default) before the stream stops
+            naming it.
+        staging: where the events that wait are kept (a Delta table; default: the state's path
+            with ``_staging`` after it).
         defaults: settings of every table of the source, as a ``[tables.NAME]`` section's
             (``write_mode``, ``history``, ``sequence``, ``max_bad_rows``, ``tombstones``, ...);
             a ``[tables.NAME]`` section with ``source`` set to this source's name overrides them
@@ -128,6 +138,9 @@ class SourceConfig(StreamConfig):
     table_path: str
     table_name: str = "{table}"
     state: str
+    transactions: Literal["whole", "micro-batch"] = "whole"
+    transaction_timeout: str = "15 minutes"
+    staging: str | None = None
     defaults: dict[str, Any] = Field(default_factory=dict)
     tables: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
@@ -161,10 +174,29 @@ class SourceConfig(StreamConfig):
     def _name_template(cls, value: str) -> str:
         return _one_per_table(value, "name")
 
-    @field_validator("state")
+    @field_validator("state", "staging")
     @classmethod
-    def _absolute_state(cls, value: str) -> str:
-        return absolute(value)
+    def _absolute_state(cls, value: str | None) -> str | None:
+        return absolute(value) if value is not None else None
+
+    @field_validator("transaction_timeout")
+    @classmethod
+    def _interval(cls, value: str) -> str:
+        if interval_seconds(value) is None:
+            raise ValueError(f"'{value}' is not an interval such as '15 minutes' or '90 seconds'")
+        return value
+
+    @property
+    def staging_path(self) -> str:
+        """Where the source's waiting events are kept."""
+        return self.staging or f"{self.state.rstrip('/')}_staging"
+
+    @property
+    def timeout_seconds(self) -> float:
+        """``transaction_timeout`` in seconds."""
+        found = interval_seconds(self.transaction_timeout)
+        assert found is not None  # (checked when the source was configured)
+        return found
 
     @field_validator("defaults")
     @classmethod

@@ -28,17 +28,17 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lakemerge.batch.frames import kafka_ranges
+from lakemerge.batch.frames import kafka_ranges, newer
 from lakemerge.batch.groups import Mirrored, group_config, source_state
 from lakemerge.batch.transactions import Transaction, source_of
 from lakemerge.config import GroupConfig, PipelineConfig, TableConfig
 from lakemerge.errors import ConfigError, InputError
 from lakemerge.results import BatchResult
 from lakemerge.spark.cache import persisted
-from lakemerge.streams import resume
+from lakemerge.streams import resume, whole
 from lakemerge.streams.flows import Flow
 from lakemerge.streams.sources import kafka_frame
-from lakemerge.table.offsets import Ranges, unapplied
+from lakemerge.table.offsets import Ranges, ends, unapplied
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -74,13 +74,13 @@ def source_flow(pipeline: PipelineConfig, name: str) -> Flow:
 
     def current(spark: SparkSession) -> tuple[TableConfig, ...]:
         found = []
-        for table, mirrored in sorted(source_state(spark, points)[2].items()):
+        for table, mirrored in sorted(source_state(spark, points).tables.items()):
             with contextlib.suppress(ValueError):  # (settings changed since: its batches are not reported)
                 found.append(source.named(table, mirrored.path, mirrored.key))
         return tuple(found)
 
     def read(spark: SparkSession) -> DataFrame:
-        return kafka_frame(spark, source, starting=resume.starting(spark, source, source_state(spark, points)[1]))
+        return kafka_frame(spark, source, starting=resume.starting(spark, source, source_state(spark, points).offsets))
 
     return Flow(
         source.name or f"stream:{name}",
@@ -95,31 +95,37 @@ def source_flow(pipeline: PipelineConfig, name: str) -> Flow:
 
 
 def _apply(pipeline: PipelineConfig, name: str, records: DataFrame) -> list[BatchResult]:
-    """One micro-batch of the source ``name``: a transaction over the tables its records touch."""
+    """One micro-batch of the source ``name``: a transaction over the tables its records touch
+    (with whole source transactions, those of its records and of the staged ones that apply now)."""
     from pyspark.sql import functions as F
 
     source = pipeline.sources[name]
     spark = records.sparkSession
     ranges = kafka_ranges(records)
-    last, applied, stored = source_state(spark, group_config(pipeline, name))
-    if not unapplied(ranges, applied):
+    state = source_state(spark, group_config(pipeline, name))
+    fresh = unapplied(ranges, state.offsets)
+    if not fresh:
         return []  # (every record was applied: by a transaction before a lost checkpoint, say)
-    number = (last or 0) + 1
-    tables = _tables(pipeline, name, _topics(records), stored, where=f"{source_of(name)}, batch {number}")
-    if not tables:
-        return []  # (only topics that are not the source's tables, or excluded ones)
-    group = GroupConfig.model_construct(tables=tuple(sorted(tables)), state=source.state, stream=None)
-    mirrored = pipeline.model_copy(
-        update={
-            "tables": {**pipeline.tables, **{t: table for t, (table, _) in tables.items()}},
-            "groups": {**pipeline.groups, name: group},
-        }
-    )
-    tx = Transaction(mirrored, name, number, spark, carry=True, mirrored=stored)
-    for table, (_, topics) in sorted(tables.items()):
-        part: Ranges = {p: r for p, r in ranges.items() if p[0] in topics}
-        tx.apply(table, records.filter(F.col("topic").isin(sorted(topics))), records=source, ranges=part)
-    found = tx.commit().batches
+    number = (state.last or 0) + 1
+    where = f"{source_of(name)}, batch {number}"
+    with whole.round_of(source, newer(records, ranges, state.offsets), fresh, state.staging, where=where) as now:
+        tables = _tables(pipeline, name, _topics(now.records), state.tables, where=where)
+        if not tables and now.staging == state.staging:
+            return []  # (only topics that are not the source's tables, or excluded ones)
+        group = GroupConfig.model_construct(tables=tuple(sorted(tables)), state=source.state, stream=None)
+        mirrored = pipeline.model_copy(
+            update={
+                "tables": {**pipeline.tables, **{t: table for t, (table, _) in tables.items()}},
+                "groups": {**pipeline.groups, name: group},
+            }
+        )
+        tx = Transaction(
+            mirrored, name, number, spark, carry=True, mirrored=state.tables, read=ends(fresh), staging=now.staging
+        )
+        for table, (_, topics) in sorted(tables.items()):
+            part: Ranges = {p: r for p, r in now.ranges.items() if p[0] in topics}
+            tx.apply(table, now.records.filter(F.col("topic").isin(sorted(topics))), records=source, ranges=part)
+        found = tx.commit().batches
     return [r for r in found if r.version is not None or r.applied_before]
 
 
