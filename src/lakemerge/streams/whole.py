@@ -229,6 +229,8 @@ def round_of(
     from pyspark.sql import functions as F
 
     spark = fresh.sparkSession
+    if "timestamp" not in fresh.columns:  # (records not from Spark's Kafka source: arrived now)
+        fresh = fresh.withColumn("timestamp", F.current_timestamp())
     both = fresh.withColumn(STAGED, F.lit(False)).withColumn(CLOSED, F.lit(None).cast("boolean"))
     earlier = staging.staged(spark, source.staging_path, staged)
     if earlier is not None:
