@@ -42,6 +42,9 @@ if TYPE_CHECKING:
 STAGED = "_lm_staged"
 #: Set on the staged ``END`` records of transactions applied already.
 CLOSED = "_lm_closed"
+#: What a round reads of each record's value once (:func:`_described`), dropped before it is applied.
+_KIND, _TRANSACTION, _ORDER, _COLLECTIONS = "_lm_kind", "_lm_transaction", "_lm_order", "_lm_collections"
+_DESCRIBED = (_KIND, _TRANSACTION, _ORDER, _COLLECTIONS)
 
 
 @dataclass(frozen=True)
@@ -235,7 +238,7 @@ def round_of(
     earlier = staging.staged(spark, source.staging_path, staged)
     if earlier is not None:
         both = both.unionByName(earlier.withColumn(STAGED, F.lit(True)), allowMissingColumns=True)
-    kept, records = persisted(both)
+    kept, records = persisted(_described(both))
     try:
         seen, ends, was_staged = gather(records, tables=source.includes)
         topics = sorted({s.topic for s in seen})
@@ -253,9 +256,9 @@ def round_of(
             # again by Kafka Connect then apply as they come, not wait for an END sent once)
             cutoff = F.lit(int((time.time() - source.timeout_seconds) * 1000))
             closing = ~waiting & _is_end() & (F.unix_millis("timestamp") >= cutoff)
-            kept_rows = records.filter(waiting | closing).withColumn(CLOSED, closing).drop(STAGED)
+            kept_rows = records.filter(waiting | closing).withColumn(CLOSED, closing).drop(STAGED, *_DESCRIBED)
             version = staging.stage(spark, source.staging_path, kept_rows)
-        yield Round(records.filter(~waiting).drop(STAGED, CLOSED), decision.ranges, version)
+        yield Round(records.filter(~waiting).drop(STAGED, CLOSED, *_DESCRIBED), decision.ranges, version)
     finally:
         kept.unpersist()
 
@@ -282,7 +285,8 @@ def _overdue(source: SourceConfig, decision: Decision, where: str) -> None:
 
 
 def gather(records: DataFrame, *, tables: Callable[[str], bool]) -> tuple[list[Seen], list[End], bool]:
-    """What ``records`` (Kafka records of a source, staged and new, :data:`STAGED` telling which)
+    """What ``records`` (Kafka records of a source, staged and new, :data:`STAGED` telling which,
+    described by :func:`_described`)
     say of their transactions: the :class:`Seen` of the change events of the topics ``tables``
     accepts, the ``END`` records, and whether any record was staged (one Spark job, a row per
     transaction and partition)."""
@@ -290,17 +294,16 @@ def gather(records: DataFrame, *, tables: Callable[[str], bool]) -> tuple[list[S
 
     from pyspark.sql import functions as F
 
-    described = _described(records)
     rows = (
-        described.where(F.col("_kind") != "begin")
-        .groupBy("topic", "partition", "_transaction", "_kind")
+        records.where(F.col(_KIND) != "begin")
+        .groupBy("topic", "partition", _TRANSACTION, _KIND)
         .agg(
             F.min("offset").alias("first"),
             F.max("offset").alias("last"),
             F.count(F.lit(1)).alias("count"),
-            F.count_distinct("_order").alias("orders"),
+            F.count_distinct(_ORDER).alias("orders"),
             F.min(F.unix_millis("timestamp")).alias("at"),
-            F.max("_collections").alias("collections"),
+            F.max(_COLLECTIONS).alias("collections"),
             F.max(STAGED).alias("staged"),
             F.max(CLOSED).alias("closed"),
         )
@@ -311,14 +314,14 @@ def gather(records: DataFrame, *, tables: Callable[[str], bool]) -> tuple[list[S
     staged = False
     for r in rows:
         staged = staged or bool(r["staged"])
-        topic, partition, transaction = str(r["topic"]), int(r["partition"]), r["_transaction"]
-        if r["_kind"] == "end" and transaction is not None:
+        topic, partition, transaction = str(r["topic"]), int(r["partition"]), r[_TRANSACTION]
+        if r[_KIND] == "end" and transaction is not None:
             counts = {
                 str(c["data_collection"]): int(c["event_count"] or 0) for c in json.loads(r["collections"] or "[]")
             }
             place = (topic, partition, int(r["first"]), int(r["at"] or 0))
             ends.append(End(str(transaction), counts, *place, closed=bool(r["closed"])))
-        elif r["_kind"] == "event" and tables(topic):
+        elif r[_KIND] == "event" and tables(topic):
             events = int(r["orders"]) if transaction is not None and r["orders"] else int(r["count"])
             found = Seen(transaction, topic, partition, int(r["first"]), int(r["last"]), events, int(r["at"] or 0))
             seen.append(found)
@@ -334,33 +337,33 @@ def waits(decision: Decision) -> Column:
     for (topic, partition), cut in sorted(decision.cuts.items()):
         found = found | ((F.col("topic") == topic) & (F.col("partition") == partition) & (F.col("offset") >= cut))
     if decision.held:
-        found = found | (_is_end() & _described_column("id").isin(sorted(decision.held)))
+        found = found | (_is_end() & F.col(_TRANSACTION).isin(sorted(decision.held)))
     return found
 
 
 def _is_end() -> Column:
-    return _is_marker() & (_described_column("status") == "END")
+    """A round's record that is an ``END`` (on a frame :func:`_described` made)."""
+    from pyspark.sql import functions as F
+
+    return F.col(_KIND) == "end"
 
 
 def _described(records: DataFrame) -> DataFrame:
-    """``records`` with what each says of its transaction: ``_kind`` (``event``, ``begin``,
-    ``end``), ``_transaction``, ``_order`` (its place among its transaction's events of its table)
-    and, for an ``END``, ``_collections`` (its counts per table, as JSON)."""
+    """``records`` with what each says of its transaction, from one parse of its value:
+    :data:`_KIND` (``event``, ``begin``, ``end``), :data:`_TRANSACTION`, :data:`_ORDER` (its place
+    among its transaction's events of its table) and, for an ``END``, :data:`_COLLECTIONS` (its
+    counts per table, as JSON)."""
     from pyspark.sql import functions as F
 
     kind = F.when(_is_marker(), F.lower(_described_column("status"))).otherwise(F.lit("event"))
     transaction = F.when(_is_marker(), _described_column("id")).otherwise(_described_column("transaction", "id"))
-    return records.select(
-        "topic",
-        "partition",
-        "offset",
-        "timestamp",
-        STAGED,
-        CLOSED,
-        kind.alias("_kind"),
-        transaction.alias("_transaction"),
-        F.when(~_is_marker(), _described_column("transaction", "data_collection_order")).alias("_order"),
-        F.when(_is_marker(), F.to_json(_parsed()["data_collections"])).alias("_collections"),
+    return records.withColumns(
+        {
+            _KIND: kind,
+            _TRANSACTION: transaction,
+            _ORDER: F.when(~_is_marker(), _described_column("transaction", "data_collection_order")),
+            _COLLECTIONS: F.when(_is_marker(), F.to_json(_parsed()["data_collections"])),
+        }
     )
 
 
