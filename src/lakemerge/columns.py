@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column
+    from pyspark.sql import Column, DataFrame
 
 #: Prefix reserved for lakemerge's internal columns; feeds may not use it.
 RESERVED_PREFIX = "_lm_"
@@ -13,6 +13,9 @@ RESERVED_PREFIX = "_lm_"
 FILE = "_lm_file"  # index of the source file in file order
 BLOCK = "_lm_block"  # start offset of the split the row came from
 ROW_ID = "_lm_rowid"  # increasing id within a split (position within the file)
+#: The file a row was read from, as Spark's hidden ``_metadata`` column gives it (taken under a name
+#: of lakemerge's: a feed may have a column named ``_metadata``).
+FILE_META = "_lm_meta"
 RAW = "_lm_raw"  # the raw record text, for error messages and quarantine
 MALFORMED = "_lm_malformed"  # why the reader could not parse the row, or null
 OP = "_lm_op"  # normalised operation: 'U' (upsert) or 'D' (delete)
@@ -51,3 +54,9 @@ def col(name: str, alias: str | None = None) -> Column:
     from pyspark.sql import functions as F
 
     return F.col(f"{alias}.{quoted(name)}" if alias else quoted(name))
+
+
+def file_metadata(frame: DataFrame) -> Column:
+    """Spark's file metadata of the rows of ``frame`` (a file source's DataFrame), as :data:`FILE_META`:
+    found even where the files have a column named ``_metadata``, which hides it from ``col``."""
+    return frame.metadataColumn("_metadata").alias(FILE_META)

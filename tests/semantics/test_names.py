@@ -133,6 +133,7 @@ def test_names_that_need_column_mapping_reach_every_table_and_the_catalog(spark:
 @SETTINGS
 @given(names=NAMES, code=st.text(_CHARS, min_size=1, max_size=4).filter(lambda c: c.strip() == c != "D"))
 @example(names=["id", "se%q", "o'p\\", "a", "b"], code="it's\\")
+@example(names=["0", "1", "000", "_metadata", "00"], code="x")  # (the name of Spark's hidden file column)
 def test_a_bad_record_s_reason_names_its_column_or_code_whatever_they_are(
     spark: object, tmp_path_factory: Any, names: list[str], code: str
 ) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from lakemerge import columns as C
-from lakemerge.columns import col
+from lakemerge.columns import col, file_metadata
 from lakemerge.config.feed import FeedConfig
 from lakemerge.errors import InputError
 from lakemerge.feeds.connect_schema import from_avro
@@ -64,17 +64,16 @@ def read_container(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) 
         raw=F.lit(None).cast("string"),
     )
     logical = from_avro(schema) if schema else {}
-    return envelope_rows(frame, envelope, feed, logical, carried=[C.BLOCK, C.ROW_ID, "_metadata"])
+    return envelope_rows(frame, envelope, feed, logical, carried=[C.BLOCK, C.ROW_ID, C.FILE_META])
 
 
 def _read_avro(spark: SparkSession, paths: Sequence[str], schema: str | None) -> DataFrame:
-    from pyspark.sql import functions as F
 
     reader = spark.read.format("avro")
     if schema:
         reader = reader.option("avroSchema", json.dumps(_without_wide_decimals(json.loads(schema))))
     frame = reader.load([literal(p) for p in paths])
-    return position(frame.select(*[col(c) for c in frame.columns], F.col("_metadata")))
+    return position(frame.select(*[col(c) for c in frame.columns], file_metadata(frame)))
 
 
 def _without_wide_decimals(node: Any) -> Any:

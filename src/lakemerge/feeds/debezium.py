@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from lakemerge import columns as C
-from lakemerge.columns import col
+from lakemerge.columns import col, file_metadata
 from lakemerge.config.feed import FeedConfig
 from lakemerge.config.records import RecordsConfig
 from lakemerge.feeds import containers, utf8
@@ -177,13 +177,15 @@ def read_debezium(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -
     if feed.container != "json":
         return containers.read_container(spark, feed, paths)
     if feed.multiline:
-        whole = spark.read.text([literal(p) for p in paths], wholetext=True).select("value", "_metadata")
+        files = spark.read.text([literal(p) for p in paths], wholetext=True)
+        whole = files.select("value", file_metadata(files))
         text = F.trim(F.col("value"))
         array = F.coalesce(F.from_json(text, "array<string>"), F.array(text))  # (a malformed array: a bad event)
         items = F.when(text.startswith("["), array).otherwise(F.array(text))
-        lines = whole.select(F.posexplode(items).alias(C.ROW_ID, "value"), "_metadata")
+        lines = whole.select(F.posexplode(items).alias(C.ROW_ID, "value"), C.FILE_META)
         lines = lines.withColumn(C.BLOCK, F.lit(0).cast("long"))
     else:
-        lines = position(spark.read.text([literal(p) for p in paths]).select("value", "_metadata"))
+        read = spark.read.text([literal(p) for p in paths])
+        lines = position(read.select("value", file_metadata(read)))
         lines = lines.where(F.length(F.trim(F.col("value"))) > 0)
     return debezium_rows(spark, lines, feed)

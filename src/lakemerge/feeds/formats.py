@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lakemerge import columns as C
-from lakemerge.columns import col, quoted
+from lakemerge.columns import col, file_metadata, quoted
 from lakemerge.config.feed import FeedConfig
 from lakemerge.config.records import RecordsConfig
 from lakemerge.errors import ConfigError, InputError, first_line
@@ -38,8 +38,8 @@ def position(frame: DataFrame, *, row_index: bool = False) -> DataFrame:
     from pyspark.sql import functions as F
 
     if row_index:
-        return frame.withColumn(C.BLOCK, F.lit(0).cast("long")).withColumn(C.ROW_ID, F.col("_metadata.row_index"))
-    return frame.withColumn(C.BLOCK, F.col("_metadata.file_block_start")).withColumn(
+        return frame.withColumn(C.BLOCK, F.lit(0).cast("long")).withColumn(C.ROW_ID, F.col(f"{C.FILE_META}.row_index"))
+    return frame.withColumn(C.BLOCK, F.col(f"{C.FILE_META}.file_block_start")).withColumn(
         C.ROW_ID, F.monotonically_increasing_id()
     )
 
@@ -165,7 +165,7 @@ def read_csv(
         F.when(F.col(_CORRUPT).isNotNull(), F.lit("malformed record: wrong number of fields or bad quoting")).alias(
             C.MALFORMED
         ),
-        "_metadata",
+        file_metadata(frame),
     )
     frame = position(frame)
     return Read(frame, tuple(names), 1 if feed.header else 0)
@@ -180,8 +180,8 @@ def read_text(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -> Re
     names = _data_columns(spark, feed, paths, lambda line: pattern.split(line))
     if not names:
         return _empty(spark, paths)
-    text = spark.read.text([literal(p) for p in paths]).select("value", "_metadata")
-    text = position(text).filter(F.length("value") > 0)
+    lines = spark.read.text([literal(p) for p in paths])
+    text = position(lines.select("value", file_metadata(lines))).filter(F.length("value") > 0)
     header = _first_line(spark, paths[0]) if feed.header else None
     if header is not None:
         # Each file's header line (at the start of its first split) is not a record: files of one
@@ -206,7 +206,7 @@ def read_text(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -> Re
         malformed.alias(C.MALFORMED),
         C.BLOCK,
         C.ROW_ID,
-        "_metadata",
+        C.FILE_META,
     )
     return Read(frame, tuple(names), 1 if feed.header else 0)
 
@@ -234,7 +234,7 @@ def read_json(spark: SparkSession, feed: FeedConfig, paths: Sequence[str]) -> Re
         *[col(n) for n in names],
         F.col(_CORRUPT).alias(C.RAW),
         F.when(F.col(_CORRUPT).isNotNull(), F.lit("malformed JSON record")).alias(C.MALFORMED),
-        "_metadata",
+        file_metadata(frame),
     )
     return Read(position(frame), tuple(names), 0)
 
@@ -251,7 +251,7 @@ def read_columnar(spark: SparkSession, fmt: str, paths: Sequence[str]) -> Read:
         *[col(n) for n in names],
         F.lit(None).cast("string").alias(C.RAW),
         F.lit(None).cast("string").alias(C.MALFORMED),
-        "_metadata",
+        file_metadata(frame),
     )
     return Read(position(frame, row_index=fmt == "parquet"), tuple(names), 0)
 

@@ -97,4 +97,4 @@ def _with_file_index(frame: DataFrame, paths: Sequence[str], offset: int = 0) ->
     index = F.create_map(
         *[x for i, p in enumerate(paths) for x in (F.lit(spark_file_path(spark, p)), F.lit(i + offset))]
     )
-    return frame.withColumn(C.FILE, index[F.col("_metadata.file_path")]).drop("_metadata")
+    return frame.withColumn(C.FILE, index[F.col(f"{C.FILE_META}.file_path")]).drop(C.FILE_META)

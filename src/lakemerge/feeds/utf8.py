@@ -94,10 +94,11 @@ def invalid_lines(spark: SparkSession, files: Sequence[tuple[FeedConfig, int, Fe
         return None
     index = F.create_map(*[x for i, f, _ in chosen for x in (F.lit(spark_file_path(spark, f.path)), F.lit(i))])
     headed = [i for i, _, header in chosen if header]
-    lines = spark.read.text([literal(f.path) for _, f, _ in chosen]).select("value", "_metadata")
-    lines = lines.withColumn(C.BLOCK, F.col("_metadata.file_block_start"))
+    text = spark.read.text([literal(f.path) for _, f, _ in chosen])
+    lines = text.select("value", C.file_metadata(text))
+    lines = lines.withColumn(C.BLOCK, F.col(f"{C.FILE_META}.file_block_start"))
     lines = lines.withColumn(C.ROW_ID, F.monotonically_increasing_id())  # (as lakemerge.feeds.formats.position)
-    lines = lines.withColumn(C.FILE, index[F.col("_metadata.file_path")])
+    lines = lines.withColumn(C.FILE, index[F.col(f"{C.FILE_META}.file_path")])
     in_file = Window.partitionBy(C.FILE).orderBy(C.BLOCK, C.ROW_ID)
     lines = lines.withColumn("_lm_line_no", F.row_number().over(in_file))
     header = F.col(C.FILE).isin(headed) & (F.col("_lm_line_no") == 1) if headed else F.lit(False)
