@@ -38,6 +38,28 @@ class IgnoredEntry(Result):
 
 
 @dataclass(frozen=True)
+class SchemaChange(Result):
+    """A change a batch made to its table's columns (its ``schema_changes`` policy's doing).
+
+    Attributes:
+        column: the column.
+        change: ``added``, ``ignored`` (a new column left out), ``nulled`` (not in the changes:
+            null in the rows they write), ``dropped`` or ``widened``.
+        type / was: its type in the changes (the type it was widened to) / in the table before.
+    """
+
+    column: str
+    change: str
+    type: str | None = None
+    was: str | None = None
+
+    def __str__(self) -> str:
+        if self.change == "widened":
+            return f"{self.column} widened {self.was} → {self.type}"
+        return f"{self.column} {self.change}" + (f" ({self.type})" if self.change == "added" else "")
+
+
+@dataclass(frozen=True)
 class BatchMetrics(Result):
     """Row accounting of one batch.
 
@@ -141,6 +163,7 @@ class BatchResult(Result):
         applied_before: a DataFrame batch whose source and batch id (a Kafka stream's: whose
             offsets) the table had committed already: nothing was applied again (``version`` is
             ``None``, the metrics zero).
+        schema_changes: what the batch did to the table's columns.
     """
 
     table: str
@@ -165,6 +188,7 @@ class BatchResult(Result):
     applied_before: bool = False
     ignored_entries: tuple[IgnoredEntry, ...] = ()
     source_offsets: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    schema_changes: tuple[SchemaChange, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -201,6 +225,7 @@ class CommitInfo(Result):
             (``lakemerge skip``): why, and who.
         change_log: a commit of a ``log`` table's change log (``PATH__log``, where its batches
             commit), shown with the table's own commits; ``version`` is the log's.
+        schema_changes: what the batch did to the table's columns.
     """
 
     version: int
@@ -218,6 +243,7 @@ class CommitInfo(Result):
     skipped_by: str | None = None
     change_log: bool = False
     source_offsets: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    schema_changes: tuple[SchemaChange, ...] = ()
 
 
 @dataclass(frozen=True)

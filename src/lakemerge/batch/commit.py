@@ -55,7 +55,7 @@ def commit_batch(plan: BatchPlan, *, spark: SparkSession) -> BatchResult:
         _check_unchanged(spark, plan)
     if not plan.counted:
         return _committed(spark, plan, _append_counting(spark, plan, record))
-    known = _direct(spark, plan)
+    known = None if _altered(spark, plan) else _direct(spark, plan)
     if known is not None:
         _write_direct(spark, plan, record, known)
         return _committed(spark, plan, metrics)
@@ -94,6 +94,26 @@ def _prepare(spark: SparkSession, plan: BatchPlan) -> None:
         store.map_names(spark, table.path, columns)
 
 
+def _altered(spark: SparkSession, plan: BatchPlan) -> bool:
+    """Make the table's metadata changes the batch's schema changes need before its commit (each a
+    metadata commit of its own, changing no data: a crash after them leaves nothing applied, and
+    the batch planned again finds them made); whether there were any."""
+    from lakemerge.table import schema
+
+    path = plan.table.path
+    widened = [c for c in plan.schema_changes if c.change == "widened"]
+    dropped = [c.column for c in plan.schema_changes if c.change == "dropped"]
+    with translated(reading=False):
+        if widened:
+            schema.allow_widening(spark, path)
+        for change in widened:
+            assert change.type is not None
+            schema.widen(spark, path, change.column, change.type)
+        if dropped:
+            schema.drop_columns(spark, path, dropped)
+    return bool(widened or dropped)
+
+
 def _record(plan: BatchPlan) -> dict[str, Any]:
     """The batch's record, as its commit carries it (:mod:`lakemerge.table.ledger`)."""
     record: dict[str, Any] = {
@@ -106,6 +126,8 @@ def _record(plan: BatchPlan) -> dict[str, Any]:
     }
     if plan.snapshots:
         record["snapshots"] = plan.snapshots
+    if plan.schema_changes:
+        record["schema_changes"] = [asdict(c) for c in plan.schema_changes]
     if plan.source is not None:
         record["source"] = {"name": plan.source[0], "batch": plan.source[1]}
         if plan.source_offsets:

@@ -16,7 +16,7 @@ import contextlib
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from lakemerge.batch.cached import Cached
@@ -38,7 +38,7 @@ from lakemerge.batch.stored import (
 from lakemerge.config import TableConfig
 from lakemerge.errors import ConfigError
 from lakemerge.feeds import FeedFile
-from lakemerge.results import AppliedFile, BatchMetrics, BatchResult, IgnoredEntry
+from lakemerge.results import AppliedFile, BatchMetrics, BatchResult, IgnoredEntry, SchemaChange
 from lakemerge.spark import tuning
 from lakemerge.spark.scoped import scoped_conf
 from lakemerge.table import ledger, offsets, tombstones
@@ -130,6 +130,7 @@ class BatchPlan:
     #: The batch's records are read from their files each time (not cached): its commit checks that
     #: none changed since it was listed (:func:`lakemerge.batch.read.keeps_records`).
     reread: bool = False
+    schema_changes: tuple[SchemaChange, ...] = ()
 
     def release(self) -> None:
         """Unpersist the cached frames."""
@@ -157,6 +158,7 @@ class BatchPlan:
             ignored_entries=tuple(IgnoredEntry(path, reason) for path, reason in self.ignored),
             metrics=self.metrics if metrics is None else metrics,
             seconds=round(time.monotonic() - self.started, 3),
+            schema_changes=self.schema_changes,
             **details,
         )
 
@@ -261,6 +263,7 @@ class _Planner:
     started: float
     started_at: int
     cached: Cached = field(default_factory=Cached)
+    schema_changes: tuple[SchemaChange, ...] = ()
     tuned: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
     def plan(self, read: ReadBatch) -> BatchPlan:
@@ -277,7 +280,11 @@ class _Planner:
         problem = table.unknown_shared([*data_columns, *(schema.names if schema is not None else ())])
         if problem is not None:
             raise ConfigError(f"{problem[1]}; nothing was applied", key=f"tables.{table.name}.{problem[0]}")
-        valid = read.valid if schema is None else conformed(spark, table, read.valid, schema, data_columns)
+        valid = read.valid
+        if schema is not None:
+            matched = conformed(spark, table, valid, schema, data_columns, selection.files)
+            valid, self.schema_changes, data_columns = matched.frame, matched.changes, matched.columns
+            read = replace(read, changes=replace(read.changes, data_columns=data_columns))
         truncate = find_truncate(spark, table, valid, stored.rows, own=self.own)
         absent = snapshot_absences(
             table,
@@ -351,6 +358,7 @@ class _Planner:
             own_settings=self.own,
             counted=self.counted,
             reread=read.reread,
+            schema_changes=self.schema_changes,
         )
 
     def _source_ends(self) -> Ends | None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from lakemerge import columns as C
 from lakemerge.batch import ranges as batch_ranges
 from lakemerge.batch.cached import Cached
+from lakemerge.batch.conform import quarantined_types
 from lakemerge.batch.frames import FrameBatch, raw_records
 from lakemerge.batch.select import Selection
 from lakemerge.changes import normalize
@@ -167,6 +168,7 @@ def _read_batch(
             changes = frame_changes(spark, table, selection.frame, batch_number=number)
         else:
             changes = read_changes(spark, table, selection.chosen, batch_number=number)
+        changes = quarantined_types(spark, table, changes, exists=selection.exists)
     kept = keeps_records(table, selection, counted=counted)
     if kept:
         changes = replace(changes, frame=cached.persist(changes.frame))

@@ -13,12 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from lakemerge import columns as C
 from lakemerge.batch.cached import Cached
+from lakemerge.batch.conform import Conformed, conform
 from lakemerge.batch.select import Selection
 from lakemerge.changes.snapshot import absent_deletes, check_order, scope_positions
 from lakemerge.columns import col, sql_string
 from lakemerge.config import TableConfig
 from lakemerge.config.table import FILE_SEQUENCE_COLUMN
 from lakemerge.errors import InputError, SchemaError
+from lakemerge.feeds.files import FeedFile
 from lakemerge.spark.scoped import scoped_conf
 from lakemerge.table import logview, schema, stats
 from lakemerge.table.prune import KeyRanges
@@ -84,22 +86,23 @@ def read_stored(
 
 
 def conformed(
-    spark: SparkSession, table: TableConfig, valid: DataFrame, stored: StructType, data_columns: Sequence[str]
-) -> DataFrame:
-    """The changes with the types of the table's columns (widening only; docs/semantics.md §7).
+    spark: SparkSession,
+    table: TableConfig,
+    valid: DataFrame,
+    stored: StructType,
+    data_columns: Sequence[str],
+    files: Sequence[FeedFile],
+) -> Conformed:
+    """The changes with the types of the table's columns, by its schema-change policy
+    (:mod:`lakemerge.batch.conform`; docs/semantics.md §7).
 
     Raises:
-        SchemaError: a key or sequence column is not in the table, or a type cannot be widened.
+        SchemaError: a key or sequence column is not in the table, or the policy refuses a change.
     """
     _check_table_columns(table, stored.names)
-    return schema.conform(
-        valid,
-        stored,
-        data_columns,
-        feed=", ".join(loc for feed in table.feeds for loc in feed.location),
-        date_to_timestamp=table.widen_date_to_timestamp,
-        table_widens=not table.log_mode and schema.type_widening_enabled(spark, table.path),
-    )
+    feed = ", ".join(loc for feed in table.feeds for loc in feed.location) or "the changes"
+    widens = not table.log_mode and schema.type_widening_enabled(spark, table.path)
+    return conform(table, valid, stored, data_columns, files=files, feed=feed, table_widens=widens)
 
 
 def _check_table_columns(table: TableConfig, stored_columns: Sequence[str]) -> None:

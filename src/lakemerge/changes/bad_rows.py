@@ -5,7 +5,7 @@ record, file and row: docs/semantics.md §9)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lakemerge import columns as C
 from lakemerge.changes.normalize import ChangeSet
@@ -14,7 +14,7 @@ from lakemerge.errors import InputError
 from lakemerge.feeds.files import FeedFile
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 
 def first_bad_row(
@@ -24,24 +24,9 @@ def first_bad_row(
     row. Two small actions; only called when the batch is already known to be bad."""
     from pyspark.sql import functions as F
 
-    frame = changes.frame
-    placed = C.PLACE in frame.columns  # (records given as a DataFrame: the row id is their position)
-    first = (
-        frame.filter(F.col(C.ERROR).isNotNull())
-        .orderBy(C.FILE, C.BLOCK, C.ROW_ID)
-        .select(C.FILE, C.BLOCK, C.ROW_ID, C.RAW, C.ERROR, C.HEADER, C.PLACE if placed else F.lit(None))
-        .limit(1)
-        .collect()[0]
-    )
-    file_index, block, row_id, raw, reason, header, place = first
-    if placed:
-        row = int(row_id)
-    else:
-        before = frame.filter(
-            (F.col(C.FILE) == file_index)
-            & ((F.col(C.BLOCK) < block) | ((F.col(C.BLOCK) == block) & (F.col(C.ROW_ID) < row_id)))
-        ).count()
-        row = before + 1 + int(header)
+    found = first_row(changes.frame, F.col(C.ERROR).isNotNull(), files, C.RAW, C.ERROR)
+    assert found is not None
+    (raw, reason), path, row = found
     message = str(reason)
     if raw is not None:
         shown = raw if len(raw) <= 120 else raw[:117] + "..."
@@ -51,9 +36,43 @@ def first_bad_row(
     if threshold:
         message += "; more bad rows than the quarantine threshold allows"
     message += "; nothing was applied"
+    return InputError(message, path=path, row=row)
+
+
+def first_row(
+    frame: DataFrame, condition: Column, files: Sequence[FeedFile], *columns: str
+) -> tuple[tuple[Any, ...], str, int | None] | None:
+    """The first row of ``frame`` (in file and row order) meeting ``condition``: its ``columns``,
+    and where it is: its file and 1-based line (header lines counted), or, for records given as a
+    DataFrame, their place with the row id in it (a Kafka record's offset) and no line. ``None``
+    when no row meets it. One or two small actions."""
+    from pyspark.sql import functions as F
+
+    placed = C.PLACE in frame.columns  # (records given as a DataFrame: the row id is their position)
+    rows = (
+        frame.filter(condition)
+        .orderBy(C.FILE, C.BLOCK, C.ROW_ID)
+        .select(
+            C.FILE,
+            C.BLOCK,
+            C.ROW_ID,
+            C.HEADER if C.HEADER in frame.columns else F.lit(0),
+            C.PLACE if placed else F.lit(None),
+            *[col(c) for c in columns],
+        )
+        .limit(1)
+        .collect()
+    )
+    if not rows:
+        return None
+    file_index, block, row_id, header, place, *values = rows[0]
     if placed:  # (the place names its row id: "..., partition 3, offset" and the offset)
-        return InputError(message, path=f"{place} {row}")
-    return InputError(message, path=files[int(file_index)].path, row=row)
+        return tuple(values), f"{place} {int(row_id)}", None
+    before = frame.filter(
+        (F.col(C.FILE) == file_index)
+        & ((F.col(C.BLOCK) < block) | ((F.col(C.BLOCK) == block) & (F.col(C.ROW_ID) < row_id)))
+    ).count()
+    return tuple(values), files[int(file_index)].path, before + 1 + int(header)
 
 
 def quarantine_rows(

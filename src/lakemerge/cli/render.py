@@ -151,6 +151,9 @@ def _commits(out: Console, commits: Sequence[CommitInfo]) -> None:
         if c.skip_reason:
             names = ", ".join(f.path.rsplit("/", 1)[-1] for f in c.files)
             out.print(f"version {c.version}: {names} skipped by {c.skipped_by}: {c.skip_reason}", soft_wrap=True)
+        if c.schema_changes:
+            shown = "; ".join(str(change) for change in c.schema_changes)
+            out.print(f"version {c.version}: columns: {shown}", soft_wrap=True)
 
 
 def _history(out: Console, result: documents.History) -> None:

@@ -11,6 +11,7 @@ from pydantic import Field, field_validator, model_validator
 from lakemerge.config.base import Model, absolute
 from lakemerge.config.feed import FeedConfig
 from lakemerge.config.records import RecordsConfig
+from lakemerge.config.schema_changes import SchemaChanges
 from lakemerge.config.stream import StreamConfig
 
 History = Literal["latest", "scd2"]
@@ -64,6 +65,7 @@ class TableConfig(Model):
         ignore_null_updates: partial updates (docs/semantics.md §3 Partial updates): a null in an upsert means
             "unchanged". ``true`` for every column but key and sequence, or a list of columns.
         widen_date_to_timestamp: accept a DATE feed column into a TIMESTAMP table column.
+        schema_changes: what a batch does with new and dropped columns and changed types.
         quarantine_path: where bad records go (default: the table's path + ``__quarantine``).
         max_bad_rows / max_bad_fraction: the quarantine threshold. A batch with more bad rows than
             ``max_bad_rows`` (default 0), or, when ``max_bad_fraction`` is set, a greater fraction
@@ -110,6 +112,7 @@ class TableConfig(Model):
     stream: StreamConfig | None = None
     ignore_null_updates: bool | tuple[str, ...] = False
     widen_date_to_timestamp: bool = False
+    schema_changes: SchemaChanges = Field(default_factory=SchemaChanges)
     quarantine_path: str | None = None
     max_bad_rows: int = Field(default=0, ge=0)
     max_bad_fraction: float | None = Field(default=None, ge=0, le=1)
@@ -229,6 +232,8 @@ class TableConfig(Model):
                     "write_mode = 'log' does not support truncate codes (the merged view cannot express a "
                     "truncate); use copy_on_write or deletion_vectors, or send deletes"
                 )
+            if self.schema_changes.dropped_column == "drop":
+                raise ValueError("schema_changes.dropped_column = 'drop' needs a table without a change log")
         elif self.compact_after_log_rows is not None:
             raise ValueError("compact_after_log_rows needs write_mode = 'log'")
         if self.clustering == "liquid" and self.partition_by:

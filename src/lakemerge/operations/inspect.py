@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from lakemerge.columns import col
 from lakemerge.config import TableConfig
 from lakemerge.errors import TableError
-from lakemerge.results import AppliedFile, ChangedRecord, CommitInfo, TableSummary
+from lakemerge.results import AppliedFile, ChangedRecord, CommitInfo, SchemaChange, TableSummary
 from lakemerge.table.ledger import history_rows, parse_record
 from lakemerge.table.snapshots import is_delta, latest_snapshot
 from lakemerge.table.store import sql_path
@@ -67,6 +67,7 @@ def _commits(spark: SparkSession, path: str, limit: int | None) -> list[CommitIn
                 source_offsets=(record.get("source") or {}).get("offsets") or {},
                 skip_reason=(record.get("skipped") or {}).get("reason"),
                 skipped_by=(record.get("skipped") or {}).get("by"),
+                schema_changes=tuple(SchemaChange(**c) for c in record.get("schema_changes") or ()),
             )
         )
     return commits
