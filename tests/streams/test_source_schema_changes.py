@@ -141,3 +141,31 @@ def test_a_decimal_of_more_digits_widens_the_column_when_the_policy_enables_it(s
     assert [str(c) for c in result.schema_changes] == ["score widened decimal(6,2) → decimal(9,3)"]
     rows = spark.read.format("delta").load(str(stream.table())).collect()
     assert [r["score"] for r in rows] == [Decimal("123456.125")]
+
+
+def test_a_column_dropped_within_a_micro_batch_keeps_its_values_by_default(spark: Any, tmp_path: Path) -> None:
+    """The micro-batch holding the drop has events before it (with the column) and after it
+    (without): a key's later events keep what its earlier ones or the table gave it."""
+    stream = Stream(spark, tmp_path, {})
+    stream.apply(
+        (V1, "c", {"id": 1, "name": "Ada", "born": born(1990)}),
+        (V1, "c", {"id": 2, "name": "Bo", "born": born(1991)}),
+        (V1, "c", {"id": 3, "name": "Cy", "born": born(1992)}),
+    )
+    (result,) = stream.apply(
+        (V1, "u", {"id": 1, "name": "Ada", "born": born(1995)}),
+        (V2, "u", {"id": 1, "name": "Ada L", "email": "a@x"}),
+        (V2, "u", {"id": 2, "name": "Bo L", "email": None}),
+        (V2, "c", {"id": 4, "name": "Di", "email": "d@x"}),
+    )
+    assert [str(c) for c in result.schema_changes] == ["email added (string)"]
+    assert read_table(stream.table(), ["id", "name", "born", "email"]) == [
+        {"id": 1, "name": "Ada L", "born": born(1995), "email": "a@x"},
+        {"id": 2, "name": "Bo L", "born": born(1991), "email": None},
+        {"id": 3, "name": "Cy", "born": born(1992), "email": None},
+        {"id": 4, "name": "Di", "born": None, "email": "d@x"},
+    ]
+    # A later micro-batch without the column keeps it too.
+    stream.apply((V2, "u", {"id": 3, "name": "Cy L", "email": "c@x"}))
+    assert read_table(stream.table(), ["id", "born"])[2] == {"id": 3, "born": born(1992)}
+    assert read_table(stream.table(), ["id", "born"])[0] == {"id": 1, "born": born(1995)}

@@ -40,6 +40,9 @@ class Conformed:
     frame: DataFrame
     columns: tuple[str, ...]
     changes: tuple[SchemaChange, ...] = ()
+    #: Columns of the table some records lack, kept as stored where they lack them (partial
+    #: updates: docs/semantics.md §3) by ``dropped_column = "keep"``.
+    folded: tuple[str, ...] = ()
 
 
 def conform(
@@ -51,10 +54,12 @@ def conform(
     files: Sequence[FeedFile],
     feed: str,
     table_widens: bool,
+    sometimes: Sequence[str] = (),
 ) -> Conformed:
     """Match the changes ``frame`` (data columns ``columns``) to the table's schema ``stored`` (in
     ``log`` mode, its merged view's) by the table's policy. ``table_widens``: the table has
-    Delta's type widening on.
+    Delta's type widening on; ``sometimes``: the columns some records lack (Debezium events of
+    the table before and after it changed).
 
     Raises:
         SchemaError: a change the policy refuses, naming the table, the column, both types and
@@ -89,7 +94,10 @@ def conform(
             changes.append(SchemaChange(field.name, "nulled", field.dataType.simpleString()))
         elif table.schema_changes.dropped_column == "drop":
             changes.append(SchemaChange(field.name, "dropped", was=field.dataType.simpleString()))
-    return Conformed(out, tuple(kept), tuple(changes))
+    folded: tuple[str, ...] = ()
+    if table.schema_changes.dropped_column == "keep":
+        folded = tuple(c for c in sometimes if c.lower() in types and c in kept and c not in table.key)
+    return Conformed(out, tuple(kept), tuple(changes), folded)
 
 
 def _typed(

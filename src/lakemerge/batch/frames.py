@@ -129,7 +129,7 @@ def raw_records(spark: SparkSession, batch: FrameBatch, *, key: Sequence[str] = 
     if fmt in ("json", "debezium") and "value" not in frame.columns:
         raise ConfigError(f"{batch.name}: {fmt} records come in a string column 'value' (as Kafka's source gives them)")
     placed = _placed(frame, batch, kafka=kafka)
-    row_data = True
+    row_data, sometimes = True, tuple[str, ...]()
     if fmt == "json":
         rows, columns = _json_rows(placed, batch, key=key)
     elif fmt == "debezium":
@@ -138,7 +138,7 @@ def raw_records(spark: SparkSession, batch: FrameBatch, *, key: Sequence[str] = 
         read = debezium_rows(
             spark, placed.withColumn("value", F.col("value").cast("string")), batch.rules, messages=True
         )
-        rows, columns, row_data = read.frame, read.columns, read.row_data
+        rows, columns, row_data, sometimes = read.frame, read.columns, read.row_data, read.sometimes
     else:
         columns = tuple(
             c for c in frame.columns if not (kafka and c in (*KAFKA_COLUMNS, "key", "timestamp", "timestampType"))
@@ -149,7 +149,7 @@ def raw_records(spark: SparkSession, batch: FrameBatch, *, key: Sequence[str] = 
             raise InputError(
                 f"column '{name}' uses the prefix '{C.RESERVED_PREFIX}' reserved for lakemerge", path=batch.name
             )
-    return RawFeed(frame=rows, columns=columns, header_lines=0, row_data=row_data)
+    return RawFeed(frame=rows, columns=columns, header_lines=0, row_data=row_data, sometimes=sometimes)
 
 
 def _placed(frame: DataFrame, batch: FrameBatch, *, kafka: bool) -> DataFrame:

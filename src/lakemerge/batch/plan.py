@@ -77,10 +77,8 @@ def key_broadcast_rows(schema: StructType, key: Sequence[str]) -> int:
 
 @dataclass(frozen=True)
 class BatchPlan:
-    """A batch read, validated, collapsed and classified, ready to commit (or to show, in a dry run).
-
-    Holds persisted frames: call :meth:`release` when done.
-    """
+    """A batch read, validated, collapsed and classified, ready to commit (or to show, in a dry run);
+    it holds persisted frames: call :meth:`release` when done."""
 
     table: TableConfig
     batch_id: str
@@ -282,9 +280,9 @@ class _Planner:
             raise ConfigError(f"{problem[1]}; nothing was applied", key=f"tables.{table.name}.{problem[0]}")
         valid = read.valid
         if schema is not None:
-            matched = conformed(spark, table, valid, schema, data_columns, selection.files)
+            matched = conformed(spark, table, valid, schema, data_columns, selection.files, read.changes.sometimes)
             valid, self.schema_changes, data_columns = matched.frame, matched.changes, matched.columns
-            read = replace(read, changes=replace(read.changes, data_columns=data_columns))
+            read = replace(read, changes=replace(read.changes, data_columns=data_columns, sometimes=matched.folded))
         truncate = find_truncate(spark, table, valid, stored.rows, own=self.own)
         absent = snapshot_absences(
             table,
@@ -306,6 +304,7 @@ class _Planner:
         """Phase 3: collapse and classify the changes, count their outcomes: the :class:`BatchPlan`."""
         table, selection = self.table, self.selection
         data_columns = read.changes.data_columns
+        partial = tuple(dict.fromkeys([*table.partial_columns(data_columns), *stored.folding(read.changes.sometimes)]))
         compare = compared(table, data_columns, stored.rows) if selection.snapshots else ()
         # (A snapshot's absent keys become deletes of its own sequence; SCD2 reads tombstones whole.)
         oldest = None if selection.snapshots or table.scd2 else read.oldest
@@ -317,7 +316,7 @@ class _Planner:
             tombstones.read(self.spark, table, selection.ledger.batch_ids, oldest=oldest),
             reach=Reach(read.whole, read.early, read.ranges, sizes.small, compare, keyed=sizes.keyed),
             truncate=truncate,
-            partial=table.partial_columns(data_columns),
+            partial=partial,
             data_columns=data_columns,
             cached=self.cached,
             counted=self.counted,
@@ -342,7 +341,7 @@ class _Planner:
             classified=classified.changes,
             cached=self.cached,
             bad=read.bad,
-            partial=table.partial_columns(data_columns),
+            partial=partial,
             truncate_before=truncate.before,
             truncate_sql=truncate.sql,
             snapshots=absent.positions,

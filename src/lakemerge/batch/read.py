@@ -287,4 +287,5 @@ def read_changes(
         frame = frame.unionByName(part.frame, allowMissingColumns=True)
         columns += [c for c in part.data_columns if c not in columns]
     row_data = any(p.row_data for p in parts)
-    return ChangeSet(frame=frame, data_columns=tuple(columns), header_lines=parts[0].header_lines, row_data=row_data)
+    sometimes = tuple(dict.fromkeys(c for p in parts for c in p.sometimes))
+    return ChangeSet(frame, tuple(columns), parts[0].header_lines, row_data=row_data, sometimes=sometimes)

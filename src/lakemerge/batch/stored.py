@@ -55,6 +55,11 @@ class Stored:
     of_keys: bool = False
     snapshot: Any = None
 
+    def folding(self, sometimes: Sequence[str]) -> tuple[str, ...]:
+        """Of the columns some records lack, those the table has: kept as stored where they lack
+        them (partial updates, docs/semantics.md §3)."""
+        return tuple(c for c in sometimes if c in self.columns)
+
 
 def read_stored(
     spark: SparkSession, table: TableConfig, *, exists: bool, ranges: KeyRanges | None, of_keys: bool
@@ -92,6 +97,7 @@ def conformed(
     stored: StructType,
     data_columns: Sequence[str],
     files: Sequence[FeedFile],
+    sometimes: Sequence[str],
 ) -> Conformed:
     """The changes with the types of the table's columns, by its schema-change policy
     (:mod:`lakemerge.batch.conform`; docs/semantics.md §7).
@@ -102,7 +108,7 @@ def conformed(
     _check_table_columns(table, stored.names)
     feed = ", ".join(loc for feed in table.feeds for loc in feed.location) or "the changes"
     widens = not table.log_mode and schema.type_widening_enabled(spark, table.path)
-    return conform(table, valid, stored, data_columns, files=files, feed=feed, table_widens=widens)
+    return conform(table, valid, stored, data_columns, files=files, feed=feed, table_widens=widens, sometimes=sometimes)
 
 
 def _check_table_columns(table: TableConfig, stored_columns: Sequence[str]) -> None:

@@ -41,12 +41,14 @@ class ChangeSet:
             partition columns included; ``_lm_sequence`` included when derived from file names).
         header_lines: lines before the first record of each file.
         row_data: whether any record holds a row (see :class:`lakemerge.feeds.readers.RawFeed`).
+        sometimes: data columns some records lack (see :class:`lakemerge.feeds.readers.RawFeed`).
     """
 
     frame: DataFrame
     data_columns: tuple[str, ...]
     header_lines: int
     row_data: bool = True
+    sometimes: tuple[str, ...] = ()
 
 
 def normalize(
@@ -105,8 +107,13 @@ def normalize(
         _replaced(feed, raw).alias(C.REPLACED),
         *([C.PLACE] if C.PLACE in raw.frame.columns else []),
     )
+    sometimes = tuple(c for c in raw.sometimes if c in data_columns)
     return ChangeSet(
-        frame=frame, data_columns=tuple(data_columns), header_lines=raw.header_lines, row_data=raw.row_data
+        frame=frame,
+        data_columns=tuple(data_columns),
+        header_lines=raw.header_lines,
+        row_data=raw.row_data,
+        sometimes=sometimes,
     )
 
 

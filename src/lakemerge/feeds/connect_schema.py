@@ -76,6 +76,24 @@ def from_connect(schemas: Iterable[str]) -> dict[str, Logical]:
     return found
 
 
+def sometimes_absent(schemas: Iterable[str]) -> tuple[str, ...]:
+    """The columns some of the envelope schemas (JSON texts) have and others lack: the table
+    gained or lost them between the events."""
+    found: list[set[str]] = []
+    for text in schemas:
+        try:
+            envelope = json.loads(text)
+        except (TypeError, ValueError):
+            continue
+        row = next((p for p in _fields(envelope) if p.get("field") == "after"), None)
+        if row is not None:
+            found.append({str(c["field"]) for c in _fields(row) if isinstance(c.get("field"), str)})
+    if len(found) < 2:
+        return ()
+    every, some = set.intersection(*found), set.union(*found)
+    return tuple(sorted(some - every))
+
+
 def from_avro(schema: str) -> dict[str, Logical]:
     """Each column's type, from an Avro schema of Debezium's envelope as the Avro converter writes
     it (a record with ``before`` and ``after`` fields, each a union of ``null`` and the row's

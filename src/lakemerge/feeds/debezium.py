@@ -25,6 +25,7 @@ Connect's S3 and HDFS sinks write them with the Avro converter, in Avro or Parqu
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from lakemerge import columns as C
@@ -32,7 +33,7 @@ from lakemerge.columns import col, file_metadata
 from lakemerge.config.feed import FeedConfig
 from lakemerge.config.records import RecordsConfig
 from lakemerge.feeds import containers, utf8
-from lakemerge.feeds.connect_schema import Logical, from_connect
+from lakemerge.feeds.connect_schema import Logical, from_connect, sometimes_absent
 from lakemerge.feeds.events import Envelope, envelope_rows
 from lakemerge.feeds.files import literal
 from lakemerge.feeds.formats import Read, position
@@ -72,7 +73,7 @@ def debezium_rows(
         ``_lm_raw`` (the event's text, for a bad row) and ``_lm_malformed`` (why the event or one
         of its values cannot be read), then the carried columns. ``columns`` lists the first two
         groups; ``row_data`` is false when no event holds a row (tombstones, truncates,
-        heartbeats only).
+        heartbeats only); ``sometimes`` names the columns some events' schemas lack.
 
     Costs one Spark job to infer the events' structure (as Spark's JSON reader infers it) and,
     when they carry schemas and ``logical`` is not given, one to gather their distinct schemas.
@@ -83,7 +84,10 @@ def debezium_rows(
     inferred = _inferred_schema(spark, events.select(col(value)))
     fields = [f for f in inferred.fields if f.name != "_corrupt_record"]
     if logical is None:
-        logical = _event_schemas(events, value) if any(f.name == "schema" for f in fields) else {}
+        schemas = _event_schemas(events, value) if any(f.name == "schema" for f in fields) else []
+        logical, sometimes = from_connect(schemas), sometimes_absent(schemas)
+    else:
+        sometimes = ()
     parsing = StructType([f for f in fields if f.name != "schema"] + [StructField(_CORRUPT, StringType())])
     options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT}
     frame = events.withColumn(_EVENT, F.from_json(col(value), parsing, options))
@@ -98,7 +102,7 @@ def debezium_rows(
         raw=utf8.valid_text(text),
     )
     carried = [c for c in events.columns if c != value]
-    return envelope_rows(frame, envelope, feed, logical, carried=carried)
+    return replace(envelope_rows(frame, envelope, feed, logical, carried=carried), sometimes=sometimes)
 
 
 def _inferred_schema(spark: SparkSession, texts: DataFrame) -> StructType:
@@ -108,13 +112,12 @@ def _inferred_schema(spark: SparkSession, texts: DataFrame) -> StructType:
     return backend(spark).json_schema(texts)
 
 
-def _event_schemas(events: DataFrame, value: str) -> dict[str, Logical]:
-    """The columns' semantic types from the events' distinct schemas (one job; schemas are few)."""
+def _event_schemas(events: DataFrame, value: str) -> list[str]:
+    """The events' distinct schemas, as JSON texts (one job; schemas are few)."""
     from pyspark.sql import functions as F
 
     schema = F.get_json_object(col(value), "$.schema").alias("schema")
-    found = events.select(schema).where(F.col("schema").isNotNull()).distinct().collect()
-    return from_connect(str(row[0]) for row in found)
+    return [str(row[0]) for row in events.select(schema).where(F.col("schema").isNotNull()).distinct().collect()]
 
 
 def _parts(parsing: StructType) -> dict[str, tuple[Column, DataType]]:

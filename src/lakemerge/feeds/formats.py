@@ -105,13 +105,15 @@ def ddl_schema(ddl: str) -> StructType:
 @dataclass(frozen=True)
 class Read:
     """Rows of a batch's files in one format: the frame, its data columns, the lines before the
-    first record of each file, and whether any record holds a row (change feeds' files may hold
-    only events that change no row: Debezium's tombstones, truncates, heartbeats)."""
+    first record of each file, whether any record holds a row (change feeds' files may hold
+    only events that change no row: Debezium's tombstones, truncates, heartbeats), and the columns
+    some records lack (Debezium events whose schemas differ: the table changed between them)."""
 
     frame: DataFrame
     columns: tuple[str, ...]
     header_lines: int
     row_data: bool = True
+    sometimes: tuple[str, ...] = ()
 
 
 def _csv_reader(spark: SparkSession, feed: FeedConfig) -> Any:

@@ -39,12 +39,14 @@ class RawFeed:
         header_lines: lines before the first record in each file (for row numbers in errors).
         row_data: whether any record holds a row; false for a change feed's files of events that
             change no row (Debezium's tombstones, truncates, heartbeats, schema changes).
+        sometimes: the columns some records lack (:class:`lakemerge.feeds.formats.Read`).
     """
 
     frame: DataFrame
     columns: tuple[str, ...]
     header_lines: int
     row_data: bool = True
+    sometimes: tuple[str, ...] = ()
 
     def completed(self, names: Sequence[str]) -> RawFeed:
         """With a null column for each of ``names`` the records lack, when no record holds a row
@@ -87,6 +89,7 @@ def read_feed(spark: SparkSession, feed: FeedConfig, files: Sequence[FeedFile], 
         columns=raw.columns,
         header_lines=raw.header_lines,
         row_data=raw.row_data,
+        sometimes=raw.sometimes,
     )
 
 
