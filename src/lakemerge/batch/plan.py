@@ -303,8 +303,7 @@ class _Planner:
     ) -> BatchPlan:
         """Phase 3: collapse and classify the changes, count their outcomes: the :class:`BatchPlan`."""
         table, selection = self.table, self.selection
-        data_columns = read.changes.data_columns
-        partial = tuple(dict.fromkeys([*table.partial_columns(data_columns), *stored.folding(read.changes.sometimes)]))
+        data_columns, partial = read.changes.data_columns, stored.partial(table, read.changes)
         compare = compared(table, data_columns, stored.rows) if selection.snapshots else ()
         # (A snapshot's absent keys become deletes of its own sequence; SCD2 reads tombstones whole.)
         oldest = None if selection.snapshots or table.scd2 else read.oldest

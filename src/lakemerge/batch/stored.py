@@ -15,6 +15,7 @@ from lakemerge import columns as C
 from lakemerge.batch.cached import Cached
 from lakemerge.batch.conform import Conformed, conform
 from lakemerge.batch.select import Selection
+from lakemerge.changes.normalize import ChangeSet
 from lakemerge.changes.snapshot import absent_deletes, check_order, scope_positions
 from lakemerge.columns import col, sql_string
 from lakemerge.config import TableConfig
@@ -55,10 +56,12 @@ class Stored:
     of_keys: bool = False
     snapshot: Any = None
 
-    def folding(self, sometimes: Sequence[str]) -> tuple[str, ...]:
-        """Of the columns some records lack, those the table has: kept as stored where they lack
-        them (partial updates, docs/semantics.md §3)."""
-        return tuple(c for c in sometimes if c in self.columns)
+    def partial(self, table: TableConfig, changes: ChangeSet) -> tuple[str, ...]:
+        """The columns folded as partial updates (docs/semantics.md §3): the table's
+        ``ignore_null_updates`` ones, and those of the table some records lack, kept as stored
+        where they lack them."""
+        folded = [c for c in changes.sometimes if c in self.columns]
+        return tuple(dict.fromkeys([*table.partial_columns(changes.data_columns), *folded]))
 
 
 def read_stored(
