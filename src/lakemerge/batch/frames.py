@@ -129,7 +129,8 @@ def raw_records(spark: SparkSession, batch: FrameBatch, *, key: Sequence[str] = 
     if fmt in ("json", "debezium") and "value" not in frame.columns:
         raise ConfigError(f"{batch.name}: {fmt} records come in a string column 'value' (as Kafka's source gives them)")
     placed = _placed(frame, batch, kafka=kafka)
-    row_data, sometimes = True, tuple[str, ...]()
+    row_data = True
+    sometimes: tuple[str, ...] = ()
     if fmt == "json":
         rows, columns = _json_rows(placed, batch, key=key)
     elif fmt == "debezium":
